@@ -1,0 +1,104 @@
+import { z } from 'zod';
+
+/** Capability scopes carried by sandbox tokens (hybrid seed §5). */
+export const CAPABILITY_SCOPES = ['fs:ro', 'fs:rw', 'shell', 'shell:ro', 'process'] as const;
+export const CapabilityScope = z.enum(CAPABILITY_SCOPES);
+export type CapabilityScope = z.infer<typeof CapabilityScope>;
+
+/** Names of the session-access seed, accepted on input as aliases. */
+export const CAPABILITY_ALIASES = {
+  fs_read: 'fs:ro',
+  fs_write: 'fs:rw',
+  exec: 'process',
+} as const satisfies Record<string, CapabilityScope>;
+export type CapabilityAlias = keyof typeof CAPABILITY_ALIASES;
+
+/** Each scope and the scopes it implies (fs:rw reads, shell observes). */
+export const SCOPE_IMPLIES = {
+  'fs:ro': [],
+  'fs:rw': ['fs:ro'],
+  shell: ['shell:ro'],
+  'shell:ro': [],
+  process: [],
+} as const satisfies Record<CapabilityScope, readonly CapabilityScope[]>;
+
+export function normalizeCapability(name: string): CapabilityScope | undefined {
+  if ((CAPABILITY_SCOPES as readonly string[]).includes(name)) return name as CapabilityScope;
+  if (Object.hasOwn(CAPABILITY_ALIASES, name)) return CAPABILITY_ALIASES[name as CapabilityAlias];
+  return undefined;
+}
+
+/** A capability in either vocabulary, normalized to the canonical name. */
+export const CapabilityInput = z.string().transform((name, ctx) => {
+  const scope = normalizeCapability(name);
+  if (scope === undefined) {
+    ctx.addIssue({ code: 'custom', message: `unknown capability "${name}"` });
+    return z.NEVER;
+  }
+  return scope;
+});
+
+/** The scope set together with everything it implies. */
+export function expandScopes(scopes: Iterable<CapabilityScope>): Set<CapabilityScope> {
+  const out = new Set<CapabilityScope>();
+  for (const scope of scopes) {
+    out.add(scope);
+    for (const implied of SCOPE_IMPLIES[scope]) out.add(implied);
+  }
+  return out;
+}
+
+export function hasScope(granted: Iterable<CapabilityScope>, needed: CapabilityScope): boolean {
+  return expandScopes(granted).has(needed);
+}
+
+/** True when every scope of `narrow` is granted by `broad`. */
+export function isWithin(narrow: Iterable<CapabilityScope>, broad: Iterable<CapabilityScope>): boolean {
+  const allowed = expandScopes(broad);
+  for (const scope of narrow) if (!allowed.has(scope)) return false;
+  return true;
+}
+
+/** The scopes of `requested` that `allowed` grants, in canonical order. */
+export function intersectScopes(
+  requested: Iterable<CapabilityScope>,
+  allowed: Iterable<CapabilityScope>,
+): CapabilityScope[] {
+  const grant = expandScopes(allowed);
+  const wanted = new Set(requested);
+  return CAPABILITY_SCOPES.filter((scope) => wanted.has(scope) && grant.has(scope));
+}
+
+export interface ParsedScopeString {
+  readonly scopes: CapabilityScope[];
+  readonly unknown: string[];
+}
+
+/** Parses a space-separated `scope` claim; unknown names are reported, never dropped silently. */
+export function parseScopeString(value: string): ParsedScopeString {
+  const scopes = new Set<CapabilityScope>();
+  const unknown: string[] = [];
+  for (const part of value.split(' ')) {
+    if (part === '') continue;
+    const scope = normalizeCapability(part);
+    if (scope === undefined) unknown.push(part);
+    else scopes.add(scope);
+  }
+  return { scopes: CAPABILITY_SCOPES.filter((s) => scopes.has(s)), unknown };
+}
+
+export function formatScopeString(scopes: Iterable<CapabilityScope>): string {
+  const set = new Set(scopes);
+  return CAPABILITY_SCOPES.filter((s) => set.has(s)).join(' ');
+}
+
+/** Caller scopes of the broker API (sandboxd authentication seed). exec does not imply attach. */
+export const CALLER_SCOPES = [
+  'read:sandbox',
+  'write:sandbox',
+  'exec:sandbox',
+  'attach:sandbox',
+  'admin:sandbox',
+] as const;
+export const CallerScope = z.enum(CALLER_SCOPES);
+export type CallerScope = z.infer<typeof CallerScope>;
