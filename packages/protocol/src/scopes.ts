@@ -22,10 +22,13 @@ export const SCOPE_IMPLIES = {
   process: [],
 } as const satisfies Record<CapabilityScope, readonly CapabilityScope[]>;
 
+const CapabilityAliasName = z.enum(['fs_read', 'fs_write', 'exec'] as const satisfies readonly CapabilityAlias[]);
+
 export function normalizeCapability(name: string): CapabilityScope | undefined {
-  if ((CAPABILITY_SCOPES as readonly string[]).includes(name)) return name as CapabilityScope;
-  if (Object.hasOwn(CAPABILITY_ALIASES, name)) return CAPABILITY_ALIASES[name as CapabilityAlias];
-  return undefined;
+  const canonical = CapabilityScope.safeParse(name);
+  if (canonical.success) return canonical.data;
+  const alias = CapabilityAliasName.safeParse(name);
+  return alias.success ? CAPABILITY_ALIASES[alias.data] : undefined;
 }
 
 /** A capability in either vocabulary, normalized to the canonical name. */

@@ -1,0 +1,16 @@
+import { describe, expect, it } from '@jest/globals';
+import { expandScopes, normalizeCapability, parseScopeString } from '../src/index.js';
+
+describe('capability scopes', () => {
+  it('accepts the seed names as aliases', () => {
+    expect(normalizeCapability('fs_write')).toBe('fs:rw');
+    expect(normalizeCapability('exec')).toBe('process');
+    expect(normalizeCapability('root')).toBeUndefined();
+  });
+  it('expands fs:rw to fs:ro and shell to shell:ro', () => {
+    expect([...expandScopes(['fs:rw', 'shell'])].toSorted()).toEqual(['fs:ro', 'fs:rw', 'shell', 'shell:ro']);
+  });
+  it('reports unknown names in a scope string', () => {
+    expect(parseScopeString('fs:ro  admin')).toEqual({ scopes: ['fs:ro'], unknown: ['admin'] });
+  });
+});
