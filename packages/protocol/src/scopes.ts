@@ -22,7 +22,11 @@ export const SCOPE_IMPLIES = {
   process: [],
 } as const satisfies Record<CapabilityScope, readonly CapabilityScope[]>;
 
-const CapabilityAliasName = z.enum(['fs_read', 'fs_write', 'exec'] as const satisfies readonly CapabilityAlias[]);
+const CapabilityAliasName = z.enum([
+  'fs_read',
+  'fs_write',
+  'exec',
+] as const satisfies readonly CapabilityAlias[]);
 
 export function normalizeCapability(name: string): CapabilityScope | undefined {
   const canonical = CapabilityScope.safeParse(name);
@@ -35,11 +39,33 @@ export function normalizeCapability(name: string): CapabilityScope | undefined {
 export const CapabilityInput = z.string().transform((name, ctx) => {
   const scope = normalizeCapability(name);
   if (scope === undefined) {
-    ctx.addIssue({ code: 'custom', message: `unknown capability "${name}"` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `unknown capability "${name}" (known: ${CAPABILITY_SCOPES.join(', ')}; aliases: ${Object.keys(CAPABILITY_ALIASES).join(', ')})`,
+    });
     return z.NEVER;
   }
   return scope;
 });
+
+/**
+ * A non-empty list of capabilities in either vocabulary, normalized to canonical
+ * names, de-duplicated (`fs_write` and `fs:rw` are one entry) and in canonical order.
+ */
+export const CapabilityList = z
+  .array(CapabilityInput)
+  .min(1, { message: 'must name at least one capability' })
+  .max(32)
+  .transform(canonicalScopes);
+
+/** Like CapabilityList but may be empty: what a server reports as granted. */
+export const GrantedCapabilityList = z.array(CapabilityInput).max(32).transform(canonicalScopes);
+
+/** De-duplicated, in the canonical order of CAPABILITY_SCOPES. */
+export function canonicalScopes(scopes: Iterable<CapabilityScope>): CapabilityScope[] {
+  const set = new Set(scopes);
+  return CAPABILITY_SCOPES.filter((s) => set.has(s));
+}
 
 /** The scope set together with everything it implies. */
 export function expandScopes(scopes: Iterable<CapabilityScope>): Set<CapabilityScope> {

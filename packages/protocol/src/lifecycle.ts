@@ -1,0 +1,37 @@
+import { z } from 'zod';
+
+/** Lifecycle states of a sandbox binding (session seed, "Full Lifecycle States"). */
+export const SANDBOX_STATES = [
+  'provisioning',
+  'active',
+  'idle',
+  'suspended',
+  'terminated',
+  'failed',
+] as const;
+export const SandboxState = z.enum(SANDBOX_STATES);
+export type SandboxState = z.infer<typeof SandboxState>;
+
+/**
+ * The allowed transitions, from → to. A state is not a transition to itself:
+ * `canTransition('active', 'active')` is false and callers treat it as a no-op.
+ * `terminated` is final; `failed` can only be cleaned up into `terminated`.
+ */
+export const SANDBOX_TRANSITIONS = {
+  provisioning: ['active', 'failed', 'terminated'],
+  active: ['idle', 'suspended', 'terminated', 'failed'],
+  idle: ['active', 'suspended', 'terminated', 'failed'],
+  suspended: ['active', 'terminated', 'failed'],
+  terminated: [],
+  failed: ['terminated'],
+} as const satisfies Record<SandboxState, readonly SandboxState[]>;
+
+export function canTransition(from: SandboxState, to: SandboxState): boolean {
+  const allowed: readonly SandboxState[] = SANDBOX_TRANSITIONS[from];
+  return allowed.includes(to);
+}
+
+/** States from which no further work is possible (no token is issued for them). */
+export function isTerminalState(state: SandboxState): boolean {
+  return state === 'terminated' || state === 'failed';
+}

@@ -1,0 +1,28 @@
+/**
+ * WebSocket close codes of the dataplane endpoints (`/v1/shell/ws`, `/v1/exec/ws`, watch).
+ * 1000–1015 are RFC 6455 codes; 4000–4999 are ours, mirroring the HTTP status they stand for.
+ */
+export const WS_CLOSE_CODES = {
+  /** Normal closure: the process exited, or either side sent `close`. */
+  NORMAL: 1000,
+  /** Policy violation: no/invalid `auth` frame, auth timeout, a malformed or out-of-order frame. */
+  POLICY_VIOLATION: 1008,
+  /** Message too big: a frame larger than MAX_FRAME_BYTES. */
+  MESSAGE_TOO_BIG: 1009,
+  /** Internal error: the server failed; the client may reconnect. */
+  INTERNAL_ERROR: 1011,
+  /** The token expired during the connection: refresh it, reconnect, send `auth` again. */
+  TOKEN_EXPIRED: 4401,
+  /** The token lacks the capability this endpoint or frame needs (e.g. `stdin` with `shell:ro`). */
+  CAPABILITY_DENIED: 4403,
+  /** `start` named a `shell_session_id` that does not exist (any more). */
+  SHELL_NOT_FOUND: 4404,
+} as const;
+export type WsCloseCodeName = keyof typeof WS_CLOSE_CODES;
+export type WsCloseCode = (typeof WS_CLOSE_CODES)[WsCloseCodeName];
+
+/** A connection that has not sent a valid `auth` frame within this time is closed with 1008 (hybrid seed §7). */
+export const AUTH_TIMEOUT_MS = 5_000;
+
+/** Largest text frame, in UTF-8 bytes, a client may send (1 MiB); larger ones close with 1009. */
+export const MAX_FRAME_BYTES = 1_048_576;
