@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { SbxError } from '@sbx/protocol';
+import type { Logger } from 'pino';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The request id of a response: the caller's `X-Request-Id` when well formed, else a new one. */
+export function requestIdOf(res: Response): string {
+  const id: unknown = res.locals['requestId'];
+  return typeof id === 'string' ? id : 'req_unknown';
+}
+
+export const assignRequestId: RequestHandler = (req, res, next) => {
+  const given = req.get('x-request-id');
+  const id = given !== undefined && REQUEST_ID.test(given) ? given : `req_${randomUUID()}`;
+  res.locals['requestId'] = id;
+  res.setHeader('X-Request-Id', id);
+  next();
+};
+
+/** Writes an error in the protocol's envelope, with the headers its code calls for. */
+export function sendError(res: Response, error: SbxError): void {
+  if (res.headersSent) {
+    res.destroy(error);
+    return;
+  }
+  if (error.code === 'UNAUTHENTICATED') res.setHeader('WWW-Authenticate', 'Bearer');
+  if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  res.status(error.status).json(error.toEnvelope(requestIdOf(res)));
+}
+
+export const notFound: RequestHandler = (req, res) => {
+  sendError(res, new SbxError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
+};
+
+interface BodyParserError {
+  readonly type: string;
+  readonly status: number;
+}
+
+function isBodyParserError(err: unknown): err is BodyParserError {
+  return typeof err === 'object' && err !== null && 'type' in err && 'status' in err;
+}
+
+/** Maps body-parser failures to protocol codes; anything else unknown becomes INTERNAL. */
+function toSbxError(err: unknown): SbxError {
+  if (err instanceof SbxError) return err;
+  if (isBodyParserError(err)) {
+    if (err.type === 'entity.too.large')
+      return new SbxError('PAYLOAD_TOO_LARGE', 'request body is too large');
+    if (err.type === 'entity.parse.failed')
+      return new SbxError('BAD_REQUEST', 'request body is not valid JSON');
+    if (err.status >= 400 && err.status < 500)
+      return new SbxError('BAD_REQUEST', 'request body could not be read');
+  }
+  return SbxError.from(err);
+}
+
+/** The last middleware: every failure leaves as an envelope; INTERNAL causes go to the log only. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const error = toSbxError(err);
+    if (error.code === 'INTERNAL') {
+      logger.error(
+        { err: error.cause ?? error, requestId: requestIdOf(res), route: req.path },
+        'internal error',
+      );
+    }
+    sendError(res, error);
+  };
+}

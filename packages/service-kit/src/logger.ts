@@ -1,0 +1,44 @@
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { REDACTED, scrubText, scrubValue } from './redact.js';
+
+export type { Logger } from 'pino';
+
+export interface LoggerConfig {
+  readonly service: string;
+  readonly level: string;
+  /** Where lines go; standard output when absent. Tests pass a stream to read them back. */
+  readonly destination?: DestinationStream;
+}
+
+function scrubError(err: unknown): unknown {
+  if (!(err instanceof Error)) return scrubValue(err);
+  return {
+    type: err.name,
+    message: scrubText(err.message),
+    stack: err.stack === undefined ? undefined : scrubText(err.stack),
+    ...(err.cause === undefined ? {} : { cause: scrubError(err.cause) }),
+  };
+}
+
+/** pino JSON logs that never contain a token: structured fields, URLs and messages are scrubbed. */
+export function createLogger(config: LoggerConfig): Logger {
+  const options: LoggerOptions = {
+    name: config.service,
+    level: config.level,
+    base: { service: config.service },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.token'],
+      censor: REDACTED,
+    },
+    serializers: { err: scrubError, error: scrubError },
+    hooks: {
+      logMethod(args, method) {
+        // pino's first argument is a merging object or the message; either may carry a token.
+        const scrubbed = args.map((arg: unknown) => (arg instanceof Error ? arg : scrubValue(arg)));
+        Reflect.apply(method, this, scrubbed);
+      },
+    },
+  };
+  return config.destination === undefined ? pino(options) : pino(options, config.destination);
+}

@@ -1,0 +1,29 @@
+import type { Router } from 'express';
+import type { Logger } from '@sbx/service-kit';
+import type { Launcher } from './adapters/launcher.js';
+import type { KeySource } from './adapters/key-source.js';
+import type { Authenticator } from './http/authenticator.js';
+import type { WsRoute } from './http/ws/ws-session.js';
+
+/** What every feature of the agent is built from; assembled once in main.ts. */
+export interface AgentContext {
+  readonly sandboxId: string;
+  /** Absolute, symlink-free path of the workspace root. */
+  readonly workspaceRoot: string;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly launcher: Launcher;
+  readonly keys: KeySource;
+  readonly authenticator: Authenticator;
+}
+
+/** A slice of the agent (files, exec, shells …): its routes, sockets, counters and shutdown. */
+export interface AgentFeature {
+  readonly name: string;
+  readonly router?: Router;
+  readonly wsRoutes?: readonly WsRoute[];
+  /** Counters reported by /healthz, e.g. `{ shells: 2 }`. */
+  readonly stats?: () => Readonly<Record<string, number>>;
+  /** Stops everything the feature started (processes, shells, watchers). */
+  readonly close?: () => Promise<void>;
+}

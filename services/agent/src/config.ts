@@ -1,0 +1,70 @@
+import path from 'node:path';
+import { z } from 'zod';
+import {
+  envBoolean,
+  envKeyMaterial,
+  envLogLevel,
+  envPort,
+  parseEnv,
+  type EnvRule,
+  type Environment,
+} from '@sbx/service-kit';
+
+const MIN_KEY_BYTES = 32;
+
+const AgentEnv = z.object({
+  SANDBOX_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be a sandbox id (letters, digits, _ . : -)'),
+  SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
+  SANDBOX_SIGNING_KEY_FILE: z.string().optional(),
+  SANDBOX_TOKEN_ISSUER: z.string().min(1).default('sbx-broker'),
+  KEY_ROTATION_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+  WORKSPACE_ROOT: z.string().default('/workspace'),
+  HOST: z.string().default('0.0.0.0'),
+  PORT: envPort(8080),
+  LOG_LEVEL: envLogLevel,
+  WS_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  AGENT_LEGACY_ENDPOINTS: envBoolean(false),
+});
+
+const agentRules: readonly EnvRule[] = [
+  (env) =>
+    (env['SANDBOX_SIGNING_KEY'] === undefined) === (env['SANDBOX_SIGNING_KEY_FILE'] === undefined)
+      ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY or SANDBOX_SIGNING_KEY_FILE'
+      : undefined,
+];
+
+export interface AgentConfig {
+  readonly sandboxId: string;
+  readonly signingKey:
+    | { readonly kind: 'inline'; readonly base64url: string }
+    | { readonly kind: 'file'; readonly path: string };
+  readonly tokenIssuer: string;
+  readonly keyRotationGraceSeconds: number;
+  readonly workspaceRoot: string;
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  readonly wsAuthTimeoutMs: number;
+  readonly legacyEndpoints: boolean;
+}
+
+/** The agent's only reader of the environment. */
+export function loadAgentConfig(env: Environment = process.env): AgentConfig {
+  const parsed = parseEnv('agent', AgentEnv, env, agentRules);
+  const keyFile = parsed.SANDBOX_SIGNING_KEY_FILE;
+  return {
+    sandboxId: parsed.SANDBOX_ID,
+    signingKey:
+      keyFile === undefined
+        ? { kind: 'inline', base64url: parsed.SANDBOX_SIGNING_KEY ?? '' }
+        : { kind: 'file', path: path.resolve(keyFile) },
+    tokenIssuer: parsed.SANDBOX_TOKEN_ISSUER,
+    keyRotationGraceSeconds: parsed.KEY_ROTATION_GRACE_SECONDS,
+    workspaceRoot: path.resolve(parsed.WORKSPACE_ROOT),
+    host: parsed.HOST,
+    port: parsed.PORT,
+    logLevel: parsed.LOG_LEVEL,
+    wsAuthTimeoutMs: parsed.WS_AUTH_TIMEOUT_MS,
+    legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
+  };
+}

@@ -1,0 +1,54 @@
+import express, { type Express, type RequestHandler } from 'express';
+import { assignRequestId, errorHandler, notFound } from '@sbx/service-kit';
+import type { AgentContext, AgentFeature } from '../agent-context.js';
+import { AGENT_VERSION } from '../version.js';
+import { authenticate } from './capability.js';
+import { requestLog } from './request-log.js';
+
+/**
+ * Requests carrying a signed-URL signature are authorized by the files feature
+ * from `sig`/`exp`; every other request needs a bearer token.
+ */
+function authenticateUnlessSigned(ctx: AgentContext): RequestHandler {
+  const bearer = authenticate(ctx.authenticator);
+  return (req, res, next) => {
+    if (typeof req.query['sig'] === 'string') {
+      next();
+      return;
+    }
+    bearer(req, res, next);
+  };
+}
+
+export function createAgentApp(
+  ctx: AgentContext,
+  features: readonly AgentFeature[],
+  startedAt: number,
+): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(assignRequestId);
+  app.use(requestLog(ctx.logger, ctx.now));
+
+  app.get('/healthz', (_req, res) => {
+    const counts: Record<string, number> = {};
+    for (const feature of features) Object.assign(counts, feature.stats?.() ?? {});
+    res.json({
+      status: 'ok',
+      sandbox_id: ctx.sandboxId,
+      version: AGENT_VERSION,
+      uptime_seconds: Math.floor((ctx.now() - startedAt) / 1000),
+      launcher: ctx.launcher.kind,
+      shells: counts['shells'] ?? 0,
+      processes: counts['processes'] ?? 0,
+      ...counts,
+    });
+  });
+
+  app.use(authenticateUnlessSigned(ctx));
+  for (const feature of features) if (feature.router !== undefined) app.use(feature.router);
+  app.use(notFound);
+  app.use(errorHandler(ctx.logger));
+  return app;
+}

@@ -1,0 +1,46 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { SbxError, type CapabilityScope } from '@sbx/protocol';
+import { requireScope, type VerifiedCapability } from '@sbx/tokens';
+import type { Authenticator } from './authenticator.js';
+
+const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/;
+
+/** The bearer token of a request, or UNAUTHENTICATED. */
+export function bearerTokenOf(req: Request): string {
+  const header = req.get('authorization');
+  if (header === undefined) throw new SbxError('UNAUTHENTICATED', 'missing Authorization: Bearer <token>');
+  const match = BEARER.exec(header);
+  if (match?.[1] === undefined)
+    throw new SbxError('UNAUTHENTICATED', 'Authorization must be "Bearer <token>"');
+  return match[1];
+}
+
+const verifiedByResponse = new WeakMap<Response, VerifiedCapability>();
+
+/** The capability verified for this request, if any (request logs use it). */
+export function findCapability(res: Response): VerifiedCapability | undefined {
+  return verifiedByResponse.get(res);
+}
+
+/** The capability a previous middleware verified for this request. */
+export function capabilityOf(res: Response): VerifiedCapability {
+  const capability = verifiedByResponse.get(res);
+  if (capability === undefined) throw new SbxError('INTERNAL', 'route is missing its capability check');
+  return capability;
+}
+
+/** Authenticates the bearer token; the scope is checked per operation, not per HTTP method. */
+export function authenticate(auth: Authenticator): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    verifiedByResponse.set(res, auth.authenticate(bearerTokenOf(req)));
+    next();
+  };
+}
+
+/** Requires `scope` (directly or implied: fs:rw covers fs:ro) of the request's capability. */
+export function requireCapability(scope: CapabilityScope): RequestHandler {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    requireScope(capabilityOf(res), scope);
+    next();
+  };
+}

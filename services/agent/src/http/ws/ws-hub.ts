@@ -1,0 +1,71 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { MAX_FRAME_BYTES, type WsEndpoint } from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import type { Authenticator } from '../authenticator.js';
+import { WsConnection } from './ws-connection.js';
+import type { WsRoute } from './ws-session.js';
+
+export interface WsHubOptions {
+  readonly authenticator: Authenticator;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly authTimeoutMs: number;
+  readonly maxFrameBytes?: number;
+  /** A peer that answers no ping for this long is dropped (its shells live on for reattach). */
+  readonly keepAliveMs?: number;
+}
+
+export interface WsHub {
+  readonly connectionCount: number;
+  /** Closes every socket (1001 going away) and stops accepting upgrades. */
+  close(): void;
+}
+
+/** RFC 6455 1001: the server is going away. */
+const GOING_AWAY = 1001;
+
+function rejectUpgrade(socket: Duplex, status: number, text: string): void {
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+/** Serves the WebSocket routes on `server`: one upgrade handler, routes matched by exact path. */
+export function attachWebSockets(server: Server, routes: readonly WsRoute[], options: WsHubOptions): WsHub {
+  const byPath = new Map<string, WsRoute>();
+  for (const route of routes) for (const path of route.paths) byPath.set(path, route);
+  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? MAX_FRAME_BYTES });
+  const live = new Set<WsConnection<WsEndpoint>>();
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://agent.invalid');
+    const route = byPath.get(url.pathname);
+    if (route === undefined) {
+      rejectUpgrade(socket, 404, 'Not Found');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      const connection = new WsConnection(ws, route, url, options);
+      live.add(connection);
+      ws.once('close', () => live.delete(connection));
+      connection.start();
+    });
+  });
+
+  const keepAlive = setInterval(() => {
+    for (const connection of live) connection.checkAlive();
+  }, options.keepAliveMs ?? 30_000);
+  keepAlive.unref();
+
+  return {
+    get connectionCount() {
+      return live.size;
+    },
+    close() {
+      clearInterval(keepAlive);
+      for (const connection of live) connection.close(GOING_AWAY, 'agent shutting down');
+      wss.close();
+    },
+  };
+}

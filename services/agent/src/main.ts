@@ -1,0 +1,61 @@
+import { realpathSync, mkdirSync } from 'node:fs';
+import { ConfigError, createLogger } from '@sbx/service-kit';
+import { loadAgentConfig, type AgentConfig } from './config.js';
+import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
+import { directLauncher } from './adapters/launcher.js';
+import { createAuthenticator } from './http/authenticator.js';
+import type { AgentContext, AgentFeature } from './agent-context.js';
+import { startAgentServer } from './server.js';
+
+/** Longest capability lifetime the agent accepts (the broker's clamp is 15 min by default). */
+const MAX_TOKEN_TTL_SECONDS = 3600;
+
+const now = (): number => Date.now();
+
+function keySourceFor(config: AgentConfig): KeySource {
+  if (config.signingKey.kind === 'inline') return staticKeySource(config.signingKey.base64url);
+  return fileKeySource({ path: config.signingKey.path, graceMs: config.keyRotationGraceSeconds * 1000, now });
+}
+
+function buildFeatures(_ctx: AgentContext, _config: AgentConfig): AgentFeature[] {
+  return [];
+}
+
+async function main(): Promise<void> {
+  const config = loadAgentConfig();
+  const logger = createLogger({ service: 'agent', level: config.logLevel });
+  mkdirSync(config.workspaceRoot, { recursive: true });
+  const keys = keySourceFor(config);
+  const ctx: AgentContext = {
+    sandboxId: config.sandboxId,
+    workspaceRoot: realpathSync(config.workspaceRoot),
+    logger,
+    now,
+    launcher: directLauncher(),
+    keys,
+    authenticator: createAuthenticator({
+      keys,
+      sandboxId: config.sandboxId,
+      issuer: config.tokenIssuer,
+      maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
+      now,
+    }),
+  };
+  const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
+  logger.info(
+    { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspaceRoot },
+    'agent listening',
+  );
+  const stop = (signal: string): void => {
+    logger.info({ signal }, 'agent stopping');
+    void agent.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((err: unknown) => {
+  // A refused configuration or key is a message for the operator, not a stack trace.
+  process.stderr.write(`${err instanceof ConfigError || err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Router } from 'express';
+import { SigningKey } from '@sbx/tokens';
+import type { AgentFeature } from '../../src/agent-context.js';
+import { capabilityOf, requireCapability } from '../../src/http/capability.js';
+import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+
+/** One route needing fs:ro, one needing fs:rw: enough to prove the checks the real routes rely on. */
+function probeFeature(): AgentFeature {
+  const router = Router();
+  router.get('/test/read', requireCapability('fs:ro'), (_req, res) => {
+    res.json({ sub: capabilityOf(res).claims.sub });
+  });
+  router.post('/test/write', requireCapability('fs:rw'), (_req, res) => {
+    res.status(204).end();
+  });
+  return { name: 'probe', router, stats: () => ({ shells: 2, processes: 5 }) };
+}
+
+describe('agent HTTP authentication', () => {
+  let agent: TestAgent;
+  beforeAll(async () => {
+    agent = await startTestAgent({ features: () => [probeFeature()] });
+  });
+  afterAll(async () => agent.close());
+
+  const get = (path: string, token?: string): Promise<Response> =>
+    fetch(
+      `${agent.httpUrl}${path}`,
+      token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
+    );
+
+  it('serves /healthz without a token, with the sandbox id and feature counts', async () => {
+    const res = await get('/healthz');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      status: 'ok',
+      sandbox_id: agent.ctx.sandboxId,
+      version: expect.any(String),
+      uptime_seconds: expect.any(Number),
+      shells: 2,
+      processes: 5,
+    });
+  });
+
+  it('answers a missing token with 401, WWW-Authenticate and the envelope', async () => {
+    const res = await get('/test/read');
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await res.json()).toMatchObject({
+      error: { code: 'UNAUTHENTICATED', retryable: false, request_id: expect.any(String) },
+    });
+  });
+
+  it.each([
+    ['expired', () => agent.token(['fs:ro'], { ttlSeconds: 60, issuedSecondsAgo: 120 })],
+    ['for another sandbox', () => agent.token(['fs:ro'], { sandboxId: 'sb_elsewhere' })],
+    ['signed with another key', () => agent.token(['fs:ro'], { key: SigningKey.generate() })],
+    ['not a JWT', () => 'abc.def'],
+  ])('answers a token %s with 401', async (_name, token) => {
+    const res = await get('/test/read', token());
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHENTICATED');
+  });
+
+  it('authorizes by scope: fs:ro reads but may not write, fs:rw does both', async () => {
+    const reader = agent.token(['fs:ro']);
+    const writer = agent.token(['fs_write']);
+    expect((await get('/test/read', reader)).status).toBe(200);
+    const denied = await fetch(`${agent.httpUrl}/test/write`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${reader}` },
+    });
+    expect(denied.status).toBe(403);
+    expect(((await denied.json()) as { error: { code: string } }).error.code).toBe('CAPABILITY_DENIED');
+    expect((await get('/test/read', writer)).status).toBe(200);
+    const allowed = await fetch(`${agent.httpUrl}/test/write`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${writer}` },
+    });
+    expect(allowed.status).toBe(204);
+  });
+
+  it('logs each request with jti, sub, route, status and duration, never the token', async () => {
+    const token = agent.token(['fs:ro'], { sub: 'usr_logged' });
+    await get('/test/read', token);
+    const line = agent.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l['sub'] === 'usr_logged');
+    expect(line).toMatchObject({ route: '/test/read', status: 200, jti: expect.stringMatching(/^tok_/) });
+    expect(typeof line?.['duration_ms']).toBe('number');
+    expect(agent.logs.join('')).not.toContain(token);
+    expect(agent.logs.join('')).not.toContain(token.split('.')[2]);
+  });
+});

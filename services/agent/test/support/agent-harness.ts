@@ -1,0 +1,99 @@
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { createLogger } from '@sbx/service-kit';
+import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
+import { staticKeySource } from '../../src/adapters/key-source.js';
+import { directLauncher, type Launcher } from '../../src/adapters/launcher.js';
+import { createAuthenticator } from '../../src/http/authenticator.js';
+import { startAgentServer, type RunningAgent } from '../../src/server.js';
+
+export const TEST_ISSUER = 'sbx-broker-test';
+
+export interface TestAgent extends RunningAgent {
+  readonly ctx: AgentContext;
+  readonly key: SigningKey;
+  readonly workspace: string;
+  /** Every log line the agent wrote, to assert what was (not) logged. */
+  readonly logs: string[];
+  /** A capability token for this sandbox with the given scopes. */
+  token(
+    scopes: string[],
+    options?: {
+      ttlSeconds?: number;
+      issuedSecondsAgo?: number;
+      sandboxId?: string;
+      key?: SigningKey;
+      sub?: string;
+    },
+  ): string;
+}
+
+export interface TestAgentOptions {
+  readonly features?: (ctx: AgentContext) => AgentFeature[];
+  readonly launcher?: (workspace: string) => Launcher;
+  readonly wsAuthTimeoutMs?: number;
+  readonly now?: () => number;
+}
+
+/**
+ * A real agent on 127.0.0.1:0 with a fresh temporary workspace and key. Dispose it
+ * (`await using agent = await startTestAgent(…)` or `await agent.close()`) to stop
+ * it and delete the workspace.
+ */
+export async function startTestAgent(options: TestAgentOptions = {}): Promise<TestAgent> {
+  const workspace = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-agent-ws-')));
+  const key = SigningKey.generate();
+  const keys = staticKeySource(key.toBase64url());
+  const now = options.now ?? (() => Date.now());
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  const sandboxId = `sb_test_${path.basename(workspace).slice(-6)}`;
+  const ctx: AgentContext = {
+    sandboxId,
+    workspaceRoot: workspace,
+    logger: createLogger({ service: 'agent-test', level: 'debug', destination: sink }),
+    now,
+    launcher: options.launcher?.(workspace) ?? directLauncher(),
+    keys,
+    authenticator: createAuthenticator({ keys, sandboxId, issuer: TEST_ISSUER, maxTtlSeconds: 3600, now }),
+  };
+  const running = await startAgentServer(ctx, options.features?.(ctx) ?? [], {
+    host: '127.0.0.1',
+    port: 0,
+    wsAuthTimeoutMs: options.wsAuthTimeoutMs ?? 5000,
+  });
+  const close = async (): Promise<void> => {
+    await running.close();
+    rmSync(workspace, { recursive: true, force: true });
+  };
+  return {
+    ...running,
+    ctx,
+    key,
+    workspace,
+    logs,
+    close,
+    [Symbol.asyncDispose]: close,
+    token(scopes, tokenOptions = {}) {
+      return mintCapabilityToken({
+        key: tokenOptions.key ?? key,
+        issuer: TEST_ISSUER,
+        subject: tokenOptions.sub ?? 'usr_test',
+        sandboxId: tokenOptions.sandboxId ?? sandboxId,
+        scopes,
+        ttlSeconds: tokenOptions.ttlSeconds ?? 300,
+        threadId: 'thr_test',
+        sessionId: 'ssn_test',
+        now: () => now() - (tokenOptions.issuedSecondsAgo ?? 0) * 1000,
+      }).token;
+    },
+  };
+}

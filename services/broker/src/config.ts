@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { z } from 'zod';
+import {
+  envKeyMaterial,
+  envLogLevel,
+  envPort,
+  parseEnv,
+  type EnvRule,
+  type Environment,
+} from '@sbx/service-kit';
+
+const BrokerEnv = z.object({
+  HOST: z.string().default('127.0.0.1'),
+  PORT: envPort(8080),
+  BROKER_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  BROKER_DATA_DIR: z.string().default('.data/broker'),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
+  BROKER_MASTER_KEY: envKeyMaterial(32).optional(),
+  BROKER_BOOTSTRAP_API_KEY: z
+    .string()
+    .regex(/^sbk_[A-Za-z0-9_-]{32,}$/, 'must look like sbk_ followed by at least 32 url-safe characters')
+    .optional(),
+  OIDC_ISSUER: z.url().optional(),
+  OIDC_AUDIENCE: z.string().min(1).optional(),
+  OIDC_JWKS_URL: z.url().optional(),
+  SANDBOX_PROVIDER: z.enum(['local']).default('local'),
+  LOCAL_ISOLATION: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
+  TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
+  IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(900),
+  HARD_TTL_SECONDS: z.coerce.number().int().min(60).default(28_800),
+  LOG_LEVEL: envLogLevel,
+});
+
+const brokerRules: readonly EnvRule[] = [
+  // Sandbox keys are encrypted under the master key; instances sharing a database must share it.
+  (env) =>
+    env['DATABASE_URL'] !== undefined && env['BROKER_MASTER_KEY'] === undefined
+      ? 'BROKER_MASTER_KEY: is required when DATABASE_URL is set'
+      : undefined,
+  (env) =>
+    (env['OIDC_ISSUER'] === undefined) !== (env['OIDC_AUDIENCE'] === undefined)
+      ? 'OIDC_AUDIENCE: OIDC_ISSUER and OIDC_AUDIENCE go together'
+      : undefined,
+];
+
+export interface BrokerConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly publicUrl: string | undefined;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly masterKey: string | undefined;
+  readonly bootstrapApiKey: string | undefined;
+  readonly oidc: { readonly issuer: string; readonly audience: string; readonly jwksUrl: string } | undefined;
+  readonly provider: 'local';
+  readonly localIsolation: 'auto' | 'bubblewrap' | 'none';
+  readonly tokenTtlSeconds: number;
+  readonly idleTimeoutSeconds: number;
+  readonly hardTtlSeconds: number;
+  readonly logLevel: string;
+}
+
+/** The broker's only reader of the environment. */
+export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
+  const e = parseEnv('broker', BrokerEnv, env, brokerRules);
+  const oidc =
+    e.OIDC_ISSUER !== undefined && e.OIDC_AUDIENCE !== undefined
+      ? {
+          issuer: e.OIDC_ISSUER,
+          audience: e.OIDC_AUDIENCE,
+          jwksUrl:
+            e.OIDC_JWKS_URL ?? new URL('.well-known/jwks.json', `${e.OIDC_ISSUER.replace(/\/$/, '')}/`).href,
+        }
+      : undefined;
+  return {
+    host: e.HOST,
+    port: e.PORT,
+    publicUrl: e.BROKER_PUBLIC_URL,
+    dataDir: path.resolve(e.BROKER_DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    masterKey: e.BROKER_MASTER_KEY,
+    bootstrapApiKey: e.BROKER_BOOTSTRAP_API_KEY,
+    oidc,
+    provider: e.SANDBOX_PROVIDER,
+    localIsolation: e.LOCAL_ISOLATION,
+    tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
+    idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
+    hardTtlSeconds: e.HARD_TTL_SECONDS,
+    logLevel: e.LOG_LEVEL,
+  };
+}

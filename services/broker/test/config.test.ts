@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { ConfigError } from '@sbx/service-kit';
+import { loadBrokerConfig } from '../src/config.js';
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadBrokerConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('broker configuration', () => {
+  it('runs on embedded defaults with an empty environment', () => {
+    const config = loadBrokerConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      provider: 'local',
+      localIsolation: 'auto',
+      tokenTtlSeconds: 900,
+      idleTimeoutSeconds: 900,
+      hardTtlSeconds: 28_800,
+    });
+    expect(config.dataDir).toBe(path.resolve('.data/broker'));
+  });
+
+  it('requires a master key when the database is shared', () => {
+    expect(problemsOf({ DATABASE_URL: 'postgres://127.0.0.1/sbx' })).toEqual([
+      'BROKER_MASTER_KEY: is required when DATABASE_URL is set',
+    ]);
+    const masterKey = randomBytes(32).toString('base64url');
+    expect(
+      loadBrokerConfig({ DATABASE_URL: 'postgres://127.0.0.1/sbx', BROKER_MASTER_KEY: masterKey }).masterKey,
+    ).toBe(masterKey);
+  });
+
+  it('names every bad variable without echoing values', () => {
+    const problems = problemsOf({
+      DATABASE_URL: 'mysql://secret-host/db',
+      REDIS_URL: 'http://localhost',
+      BROKER_BOOTSTRAP_API_KEY: 'hunter2',
+      LOCAL_ISOLATION: 'docker',
+      OIDC_ISSUER: 'https://issuer.example',
+    });
+    const names = problems.map((p) => p.split(':')[0]).toSorted();
+    expect(names).toEqual(
+      [
+        'BROKER_BOOTSTRAP_API_KEY',
+        'BROKER_MASTER_KEY',
+        'DATABASE_URL',
+        'LOCAL_ISOLATION',
+        'OIDC_AUDIENCE',
+        'REDIS_URL',
+      ].toSorted(),
+    );
+    expect(problems.join('\n')).not.toMatch(/hunter2|secret-host/);
+  });
+
+  it('derives the JWKS URL from the issuer', () => {
+    const config = loadBrokerConfig({ OIDC_ISSUER: 'https://auth.example/realm', OIDC_AUDIENCE: 'sbx' });
+    expect(config.oidc).toEqual({
+      issuer: 'https://auth.example/realm',
+      audience: 'sbx',
+      jwksUrl: 'https://auth.example/realm/.well-known/jwks.json',
+    });
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { createLogger } from '@sbx/service-kit';
+import { Writable } from 'node:stream';
+import { createApp, type HealthProbe } from '../../src/http/app.js';
+
+function appWith(probes: HealthProbe[], logLines: string[] = []) {
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  let now = 10_000;
+  return createApp({
+    logger: createLogger({ service: 'broker-test', level: 'info', destination: sink }),
+    version: '9.9.9',
+    startedAt: 0,
+    now: () => (now += 1000),
+    probes,
+  });
+}
+
+describe('broker HTTP surface', () => {
+  it('reports health with version, uptime and each probe', async () => {
+    const res = await request(appWith([{ name: 'database', check: async () => {} }])).get('/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      status: 'ok',
+      version: '9.9.9',
+      uptime_seconds: 11,
+      checks: { database: 'ok' },
+    });
+  });
+
+  it('answers 503 when a dependency is down', async () => {
+    const down: HealthProbe = {
+      name: 'redis',
+      check: () => Promise.reject(new Error('ECONNREFUSED')),
+    };
+    const res = await request(appWith([down])).get('/healthz');
+    expect(res.status).toBe(503);
+    expect(res.body.checks).toEqual({ redis: 'unavailable' });
+  });
+
+  it('answers unknown routes with the error envelope and the request id', async () => {
+    const res = await request(appWith([])).get('/nope').set('X-Request-Id', 'req_abc');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      error: {
+        code: 'NOT_FOUND',
+        message: 'no route for GET /nope',
+        retryable: false,
+        request_id: 'req_abc',
+      },
+    });
+  });
+
+  it('answers malformed JSON with BAD_REQUEST and no stack trace', async () => {
+    const res = await request(appWith([]))
+      .post('/v1/sandbox/sessions')
+      .set('Content-Type', 'application/json')
+      .send('{"thread_id": ');
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('BAD_REQUEST');
+    expect(res.body.error.request_id).toMatch(/^req_/);
+    expect(JSON.stringify(res.body)).not.toMatch(/at .*\.(ts|js):\d+/);
+  });
+
+  it('refuses an oversized body with PAYLOAD_TOO_LARGE', async () => {
+    const res = await request(appWith([]))
+      .post('/v1/sandbox/sessions')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ thread_id: 'x'.repeat(300 * 1024) }));
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('replaces a malformed caller request id with its own', async () => {
+    const res = await request(appWith([])).get('/healthz').set('X-Request-Id', 'bad id\twith tab');
+    expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+  });
+});
