@@ -1,0 +1,99 @@
+import { CAPABILITY_SCOPES, expandScopes, parseScopeString, type CapabilityScope } from '@sbx/protocol';
+import { isNonEmptyString, type CapabilityClaims, type VerifiedCapability } from './claims.js';
+import { TokenError } from './token-error.js';
+
+export interface ClaimRules {
+  readonly issuer: string;
+  readonly audience: string;
+  readonly maxTtlSeconds: number;
+  readonly clockToleranceSeconds: number;
+}
+
+const CANONICAL: ReadonlySet<string> = new Set(CAPABILITY_SCOPES);
+
+/**
+ * Checks the payload of a token whose signature already verified, so values
+ * quoted in messages come from our own issuer, never from an attacker.
+ */
+export function checkClaims(
+  payload: Record<string, unknown>,
+  rules: ClaimRules,
+  nowSeconds: number,
+): VerifiedCapability {
+  const { iss, aud, sub, jti } = payload;
+  if (iss !== rules.issuer) throw new TokenError('wrong_issuer', 'token was issued by someone else');
+  if (aud !== rules.audience) throw new TokenError('wrong_audience', 'token is for a different sandbox');
+  if (!isNonEmptyString(sub)) throw new TokenError('malformed', 'token has no subject');
+  if (!isNonEmptyString(jti)) throw new TokenError('malformed', 'token has no id (jti)');
+  const { iat, nbf, exp } = checkTimes(payload, rules, nowSeconds);
+  const scopes = checkScope(payload['scope']);
+  const threadId = optionalText(payload['thread_id'], 'thread_id');
+  const sessionId = optionalText(payload['session_id'], 'session_id');
+  const claims: CapabilityClaims = Object.freeze({
+    iss: rules.issuer,
+    sub,
+    aud: rules.audience,
+    scope: scopes.join(' '),
+    ...(threadId === undefined ? {} : { thread_id: threadId }),
+    ...(sessionId === undefined ? {} : { session_id: sessionId }),
+    jti,
+    iat,
+    nbf,
+    exp,
+  });
+  return Object.freeze({
+    claims,
+    scopes: Object.freeze(scopes),
+    effectiveScopes: expandScopes(scopes),
+    expiresAt: new Date(exp * 1000),
+  });
+}
+
+interface TokenTimes {
+  readonly iat: number;
+  readonly nbf: number;
+  readonly exp: number;
+}
+
+function checkTimes(payload: Record<string, unknown>, rules: ClaimRules, now: number): TokenTimes {
+  const iat = numericDate(payload['iat'], 'iat');
+  const nbf = numericDate(payload['nbf'], 'nbf');
+  const exp = numericDate(payload['exp'], 'exp');
+  const start = Math.min(iat, nbf);
+  if (exp <= start) throw new TokenError('malformed', 'token expires before it starts');
+  if (exp - start > rules.maxTtlSeconds) {
+    throw new TokenError('ttl_too_long', `token lifetime exceeds ${rules.maxTtlSeconds} seconds`);
+  }
+  const tolerance = rules.clockToleranceSeconds;
+  // Same comparisons as jsonwebtoken, which checked these already; kept so the rules live in one place.
+  if (now >= exp + tolerance) throw new TokenError('expired', 'token has expired');
+  if (nbf > now + tolerance || iat > now + tolerance) {
+    throw new TokenError('not_yet_valid', 'token is not valid yet');
+  }
+  return { iat, nbf, exp };
+}
+
+function numericDate(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new TokenError('malformed', `token ${name} must be a whole number of seconds`);
+  }
+  return value;
+}
+
+function checkScope(value: unknown): CapabilityScope[] {
+  if (typeof value !== 'string') throw new TokenError('malformed', 'token scope must be a string');
+  // Aliases are input vocabulary only: a minted token carries canonical names.
+  const strays = value.split(' ').filter((name) => name !== '' && !CANONICAL.has(name));
+  if (strays.length > 0) {
+    throw new TokenError('unknown_scope', `token grants unknown capabilities: ${strays.join(', ')}`);
+  }
+  const { scopes } = parseScopeString(value);
+  if (scopes.length === 0) throw new TokenError('malformed', 'token grants no capability');
+  return scopes;
+}
+
+function optionalText(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (!isNonEmptyString(value)) throw new TokenError('malformed', `token ${name} must be a non-empty string`);
+  return value;
+}
