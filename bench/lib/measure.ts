@@ -1,0 +1,67 @@
+/** Small measurement helpers shared by the benchmark suites. */
+import { writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+export interface Sample {
+  readonly name: string;
+  /** Nanoseconds per operation (median of rounds). */
+  readonly nsPerOp: number;
+}
+
+/** Runs `op` in rounds after a warm-up and returns the median nanoseconds per operation. */
+export function timeSync(name: string, op: (i: number) => unknown, iterations = 20_000, rounds = 7): Sample {
+  for (let i = 0; i < Math.min(iterations, 2000); i++) op(i);
+  const perRound: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < iterations; i++) op(i);
+    perRound.push(Number(process.hrtime.bigint() - started) / iterations);
+  }
+  return { name, nsPerOp: median(perRound) };
+}
+
+/** The same for asynchronous operations run one after another. */
+export async function timeAsync(
+  name: string,
+  op: (i: number) => Promise<unknown>,
+  iterations = 200,
+  rounds = 5,
+): Promise<Sample> {
+  for (let i = 0; i < Math.min(iterations, 20); i++) await op(i);
+  const perRound: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < iterations; i++) await op(i);
+    perRound.push(Number(process.hrtime.bigint() - started) / iterations);
+  }
+  return { name, nsPerOp: median(perRound) };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+export interface Verdict {
+  readonly metric: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly target: string;
+  readonly pass: boolean;
+}
+
+/** Prints a table of verdicts, writes them to bench/results/<suite>.json, returns whether all passed. */
+export function report(suite: string, verdicts: readonly Verdict[]): boolean {
+  for (const v of verdicts) {
+    console.log(
+      `${v.pass ? 'PASS' : 'FAIL'}  ${v.metric.padEnd(48)} ${v.value.toFixed(3).padStart(10)} ${v.unit.padEnd(8)} target ${v.target}`,
+    );
+  }
+  const dir = path.resolve('bench/results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    path.join(dir, `${suite}.json`),
+    `${JSON.stringify({ suite, at: new Date().toISOString(), verdicts }, null, 2)}\n`,
+  );
+  return verdicts.every((v) => v.pass);
+}
