@@ -24,12 +24,32 @@ const AgentEnv = z.object({
   LOG_LEVEL: envLogLevel,
   WS_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   AGENT_LEGACY_ENDPOINTS: envBoolean(false),
+  AGENT_LAUNCHER: z.enum(['direct', 'bubblewrap']).default('direct'),
+  AGENT_BWRAP_PATH: z.string().default('/usr/bin/bwrap'),
+  AGENT_NETWORK: envBoolean(true),
+  AGENT_HIDE_PATHS: z.string().optional(),
+  AGENT_RUN_AS_UID: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 1)
+    .optional(),
+  AGENT_RUN_AS_GID: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 1)
+    .optional(),
 });
 
 const agentRules: readonly EnvRule[] = [
   (env) =>
     (env['SANDBOX_SIGNING_KEY'] === undefined) === (env['SANDBOX_SIGNING_KEY_FILE'] === undefined)
       ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY or SANDBOX_SIGNING_KEY_FILE'
+      : undefined,
+  (env) =>
+    (env['AGENT_RUN_AS_UID'] === undefined) !== (env['AGENT_RUN_AS_GID'] === undefined)
+      ? 'AGENT_RUN_AS_GID: AGENT_RUN_AS_UID and AGENT_RUN_AS_GID go together'
       : undefined,
 ];
 
@@ -46,6 +66,33 @@ export interface AgentConfig {
   readonly logLevel: string;
   readonly wsAuthTimeoutMs: number;
   readonly legacyEndpoints: boolean;
+  readonly launcher:
+    | { readonly kind: 'direct'; readonly runAs?: { readonly uid: number; readonly gid: number } }
+    | {
+        readonly kind: 'bubblewrap';
+        readonly bwrapPath: string;
+        readonly network: boolean;
+        readonly hidePaths: readonly string[];
+      };
+}
+
+function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
+  if (parsed.AGENT_LAUNCHER === 'bubblewrap') {
+    return {
+      kind: 'bubblewrap',
+      bwrapPath: parsed.AGENT_BWRAP_PATH,
+      network: parsed.AGENT_NETWORK,
+      hidePaths: (parsed.AGENT_HIDE_PATHS ?? '')
+        .split(':')
+        .filter((p) => p !== '')
+        .map((p) => path.resolve(p)),
+    };
+  }
+  const uid = parsed.AGENT_RUN_AS_UID;
+  const gid = parsed.AGENT_RUN_AS_GID;
+  return uid !== undefined && gid !== undefined
+    ? { kind: 'direct', runAs: { uid, gid } }
+    : { kind: 'direct' };
 }
 
 /** The agent's only reader of the environment. */
@@ -66,5 +113,6 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
     logLevel: parsed.LOG_LEVEL,
     wsAuthTimeoutMs: parsed.WS_AUTH_TIMEOUT_MS,
     legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
+    launcher: launcherOf(parsed),
   };
 }

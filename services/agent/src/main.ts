@@ -2,7 +2,7 @@ import { realpathSync, mkdirSync } from 'node:fs';
 import { ConfigError, createLogger } from '@sbx/service-kit';
 import { loadAgentConfig, type AgentConfig } from './config.js';
 import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
-import { directLauncher } from './adapters/launcher.js';
+import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
@@ -17,6 +17,18 @@ function keySourceFor(config: AgentConfig): KeySource {
   return fileKeySource({ path: config.signingKey.path, graceMs: config.keyRotationGraceSeconds * 1000, now });
 }
 
+function launcherFor(config: AgentConfig, workspaceRoot: string): Launcher {
+  const launcher = config.launcher;
+  if (launcher.kind === 'direct')
+    return directLauncher(launcher.runAs === undefined ? {} : { runAs: launcher.runAs });
+  return bubblewrapLauncher({
+    bwrapPath: launcher.bwrapPath,
+    workspaceRoot,
+    network: launcher.network,
+    hidePaths: launcher.hidePaths,
+  });
+}
+
 function buildFeatures(_ctx: AgentContext, _config: AgentConfig): AgentFeature[] {
   return [];
 }
@@ -26,12 +38,13 @@ async function main(): Promise<void> {
   const logger = createLogger({ service: 'agent', level: config.logLevel });
   mkdirSync(config.workspaceRoot, { recursive: true });
   const keys = keySourceFor(config);
+  const workspaceRoot = realpathSync(config.workspaceRoot);
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
-    workspaceRoot: realpathSync(config.workspaceRoot),
+    workspaceRoot,
     logger,
     now,
-    launcher: directLauncher(),
+    launcher: launcherFor(config, workspaceRoot),
     keys,
     authenticator: createAuthenticator({
       keys,
