@@ -25,7 +25,9 @@ export function findCapability(res: Response): VerifiedCapability | undefined {
 /** The capability a previous middleware verified for this request. */
 export function capabilityOf(res: Response): VerifiedCapability {
   const capability = verifiedByResponse.get(res);
-  if (capability === undefined) throw new SbxError('INTERNAL', 'route is missing its capability check');
+  // Only a signed-URL request reaches a route unauthenticated; elsewhere it is no credential at all.
+  if (capability === undefined)
+    throw new SbxError('UNAUTHENTICATED', 'this route needs Authorization: Bearer <token>');
   return capability;
 }
 

@@ -93,3 +93,12 @@ describe('agent HTTP authentication', () => {
     expect(agent.logs.join('')).not.toContain(token.split('.')[2]);
   });
 });
+
+describe('signed-URL bypass', () => {
+  it('answers a sig parameter on a bearer route with 401, not a crash', async () => {
+    await using agent = await startTestAgent({ features: () => [probeFeature()] });
+    const res = await fetch(`${agent.httpUrl}/test/read?sig=abc&exp=1`);
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHENTICATED');
+  });
+});

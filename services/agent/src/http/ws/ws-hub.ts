@@ -65,6 +65,11 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
     close() {
       clearInterval(keepAlive);
       for (const connection of live) connection.close(GOING_AWAY, 'agent shutting down');
+      // A peer that never answers the close handshake must not hold the shutdown hostage.
+      const stragglers = setTimeout(() => {
+        for (const connection of live) connection.socket.terminate();
+      }, 500);
+      stragglers.unref();
       wss.close();
     },
   };

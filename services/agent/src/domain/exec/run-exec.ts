@@ -1,0 +1,60 @@
+import type { CommandRequest } from './command.js';
+import type { ExitStatus } from './exit-status.js';
+import { OutputCapture } from './output-capture.js';
+import type { ProcessSupervisor } from './process-supervisor.js';
+
+export interface ExecRequest extends CommandRequest {
+  /** Written to the program's stdin, then end of file; without it stdin is closed at once. */
+  readonly stdin?: Buffer | undefined;
+  readonly timeoutMs: number;
+}
+
+export interface ExecLimits {
+  readonly maxStdoutBytes: number;
+  readonly maxStderrBytes: number;
+  /** Between SIGTERM and SIGKILL when the timeout strikes. */
+  readonly killGraceMs: number;
+}
+
+export interface ExecResult {
+  readonly status: ExitStatus;
+  readonly stdout: OutputCapture;
+  readonly stderr: OutputCapture;
+  readonly durationMs: number;
+  readonly timedOut: boolean;
+}
+
+/**
+ * Runs one program to completion. On timeout its whole process group gets SIGTERM,
+ * then SIGKILL after a grace; `abort` (the caller went away) kills it at once.
+ */
+export async function runExec(
+  supervisor: ProcessSupervisor,
+  request: ExecRequest,
+  limits: ExecLimits,
+  now: () => number,
+  abort?: AbortSignal,
+): Promise<ExecResult> {
+  const stdout = new OutputCapture(limits.maxStdoutBytes);
+  const stderr = new OutputCapture(limits.maxStderrBytes);
+  const startedAt = now();
+  const group = await supervisor.start(request, (stream, chunk) =>
+    (stream === 'stdout' ? stdout : stderr).write(chunk),
+  );
+  group.endStdin(request.stdin);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    group.terminate(limits.killGraceMs);
+  }, request.timeoutMs);
+  const onAbort = (): void => group.kill();
+  abort?.addEventListener('abort', onAbort, { once: true });
+  if (abort?.aborted === true) onAbort();
+  try {
+    const status = await group.exited;
+    return { status, stdout, stderr, durationMs: now() - startedAt, timedOut };
+  } finally {
+    clearTimeout(timer);
+    abort?.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,79 @@
+import { SbxError, validationError, WS_CLOSE_CODES } from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import type { EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
+import { LegacyExecuteRequest } from './exec-schemas.js';
+import { WsProcessStream, type WsProcessStreamDeps } from './ws-process-stream.js';
+
+export interface LegacyExecuteDeps extends WsProcessStreamDeps {
+  readonly interpreter: string;
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+}
+
+function parseBody(text: string): LegacyExecuteRequest {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new SbxError('BAD_REQUEST', 'message is not valid JSON');
+  }
+  const parsed = LegacyExecuteRequest.safeParse(json);
+  if (!parsed.success) throw validationError(parsed.error, 'message');
+  return parsed.data;
+}
+
+/**
+ * The invite-architecture seed's streaming code execution. Identity is the token's
+ * `sub`; a `user_id` in the body is ignored. The code runs as `<interpreter> -c <code>`.
+ */
+class LegacyExecuteHandler implements EndpointHandler<'exec'> {
+  #stream: WsProcessStream | undefined;
+
+  constructor(
+    private readonly session: WsSession<'exec'>,
+    private readonly deps: LegacyExecuteDeps,
+  ) {}
+
+  onFrame(): void {
+    // Raw route: every message arrives through onText.
+  }
+
+  async onText(text: string): Promise<void> {
+    if (this.#stream !== undefined) throw new SbxError('CONFLICT', 'this socket already runs code');
+    let body: LegacyExecuteRequest;
+    try {
+      body = parseBody(text);
+    } catch (err) {
+      this.session.sendError(SbxError.from(err));
+      this.session.close(WS_CLOSE_CODES.POLICY_VIOLATION, 'Invalid payload');
+      return;
+    }
+    const stream = new WsProcessStream(this.session, this.deps);
+    this.#stream = stream;
+    this.deps.logger.info(
+      {
+        sub: this.session.capability.claims.sub,
+        jti: this.session.capability.claims.jti,
+        process_id: stream.processId,
+      },
+      'legacy execute',
+    );
+    await stream.start({ argv: [this.deps.interpreter, '-c', body.code] }, this.deps.timeoutMs);
+  }
+
+  onClose(): void {
+    this.#stream?.onSocketClosed();
+  }
+}
+
+/** `WS /execute?token=…`, served only when legacy endpoints are enabled. */
+export function legacyExecuteRoute(deps: LegacyExecuteDeps): WsRoute<'exec'> {
+  return {
+    paths: ['/execute'],
+    endpoint: 'exec',
+    anyOf: ['process'],
+    auth: 'query',
+    rawFrames: true,
+    open: (session) => new LegacyExecuteHandler(session, deps),
+  };
+}

@@ -1,0 +1,83 @@
+import express, { type Request, type Router } from 'express';
+import { parseOrThrow, SbxError, toTimestamp } from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import { programLabel } from '../../domain/exec/command.js';
+import { decodeData } from '../../domain/exec/byte-encoding.js';
+import type { ProcessRegistry } from '../../domain/processes/process-registry.js';
+import { capabilityOf, requireCapability } from '../capability.js';
+import {
+  ProcessSignalRequest,
+  ProcessStartRequest,
+  ProcessStdinRequest,
+  type ProcessList,
+  type ProcessStartResponse,
+} from './exec-schemas.js';
+import type { ResolvedExecOptions } from './exec-options.js';
+import { processInfoOf } from './process-view.js';
+
+export interface ProcessRouteDeps {
+  readonly registry: ProcessRegistry;
+  readonly options: ResolvedExecOptions;
+  readonly logger: Logger;
+}
+
+/** The `{id}` of a `/v1/processes/{id}…` path. */
+export function processIdOf(req: Request): string {
+  const id = req.params['id'];
+  if (typeof id !== 'string') throw new SbxError('NOT_FOUND', 'no such process');
+  return id;
+}
+
+/** Background processes: start, list, inspect, feed stdin, signal, kill. */
+export function mountProcessRoutes(router: Router, deps: ProcessRouteDeps): void {
+  const { registry } = deps;
+  const json = express.json({ limit: deps.options.maxRequestBytes });
+  const needsProcess = requireCapability('process');
+
+  router.post('/v1/processes', needsProcess, json, async (req, res) => {
+    const body = parseOrThrow(ProcessStartRequest, req.body);
+    const sub = capabilityOf(res).claims.sub;
+    const entry = await registry.start({ ...body, startedBy: sub });
+    deps.logger.info(
+      { process_id: entry.id, program: programLabel(body), sub },
+      'background process started',
+    );
+    const started: ProcessStartResponse = {
+      process_id: entry.id,
+      pid: entry.pid,
+      started_at: toTimestamp(entry.info.startedAt),
+    };
+    res.status(201).json(started);
+  });
+
+  router.get('/v1/processes', needsProcess, (_req, res) => {
+    const list: ProcessList = { processes: registry.list().map(processInfoOf) };
+    res.json(list);
+  });
+
+  router.get('/v1/processes/:id', needsProcess, (req, res) => {
+    res.json(processInfoOf(registry.get(processIdOf(req))));
+  });
+
+  router.post('/v1/processes/:id/stdin', needsProcess, json, (req, res) => {
+    const entry = registry.get(processIdOf(req));
+    const body = parseOrThrow(ProcessStdinRequest, req.body);
+    const bytes = decodeData(body.data, body.encoding);
+    if (!entry.running) throw new SbxError('CONFLICT', 'the process has exited');
+    if (bytes.length > 0) entry.writeStdin(bytes);
+    if (body.eof === true) entry.endStdin();
+    res.json({ process_id: entry.id, written_bytes: bytes.length, stdin_open: entry.stdinOpen });
+  });
+
+  router.post('/v1/processes/:id/signal', needsProcess, json, (req, res) => {
+    const entry = registry.get(processIdOf(req));
+    const body = parseOrThrow(ProcessSignalRequest, req.body);
+    if (!entry.signal(body.signal)) throw new SbxError('CONFLICT', 'the process has exited');
+    res.json(processInfoOf(entry));
+  });
+
+  router.delete('/v1/processes/:id', needsProcess, async (req, res) => {
+    const entry = await registry.remove(processIdOf(req));
+    res.json(processInfoOf(entry));
+  });
+}
