@@ -113,8 +113,9 @@ export const WatchStartFrame = z.strictObject({
 });
 export type WatchStartFrame = z.infer<typeof WatchStartFrame>;
 
+/** `eof: true` closes the process's stdin after `data` (e.g. for `wc` or `cat`); PTYs ignore it. */
 export const StdinFrame = z
-  .strictObject({ type: z.literal('stdin'), ...dataFields })
+  .strictObject({ type: z.literal('stdin'), ...dataFields, eof: z.boolean().optional() })
   .refine(dataEncodingOk, dataEncodingIssue);
 export type StdinFrame = z.infer<typeof StdinFrame>;
 

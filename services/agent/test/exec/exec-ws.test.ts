@@ -78,6 +78,15 @@ describe('WS /v1/exec/ws', () => {
     expect((await socket.closed).code).toBe(1000);
   });
 
+  it('closes stdin on eof, so a program reading to the end finishes', async () => {
+    const socket = await open();
+    socket.send({ type: 'start', argv: ['wc', '-c'] });
+    socket.send({ type: 'stdin', data: 'twelve bytes' });
+    socket.send({ type: 'stdin', data: '!!', eof: true });
+    expect(await socket.next(ofType('exit'))).toEqual({ type: 'exit', code: 0 });
+    expect(streamBytes(socket, 'stdout').toString().trim()).toBe('14');
+  });
+
   it('delivers signal frames to the program', async () => {
     const socket = await open();
     socket.send({ type: 'start', argv: ['sleep', '30'] });

@@ -33,7 +33,7 @@ class ExecSocketHandler implements EndpointHandler<'exec'> {
     const stream = await this.#startedStream();
     switch (frame.type) {
       case 'stdin':
-        requireStarted(stream).writeStdin(decodeData(frame.data, frame.encoding));
+        requireStarted(stream).writeStdin(decodeData(frame.data, frame.encoding), frame.eof === true);
         return;
       case 'signal':
         requireStarted(stream).signal(frame.signal);

@@ -62,8 +62,12 @@ export class WsProcessStream {
     }, timeoutMs);
   }
 
-  writeStdin(bytes: Buffer): void {
+  writeStdin(bytes: Buffer, eof = false): void {
     const group = this.#running();
+    if (eof) {
+      group.endStdin(bytes.length > 0 ? bytes : undefined);
+      return;
+    }
     if (!group.writeStdin(bytes)) {
       // Stop reading the socket until the program has taken what it was sent.
       this.session.socket.pause();
