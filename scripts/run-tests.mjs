@@ -11,12 +11,21 @@ const resultsFile = path.join(resultsDir, 'jest.json');
 mkdirSync(resultsDir, { recursive: true });
 rmSync(resultsFile, { force: true });
 
-const nodeOptions = [process.env.NODE_OPTIONS, '--experimental-vm-modules', '--no-warnings=ExperimentalWarning']
+const nodeOptions = [
+  process.env.NODE_OPTIONS,
+  '--experimental-vm-modules',
+  '--no-warnings=ExperimentalWarning',
+]
   .filter(Boolean)
   .join(' ');
 const jest = spawnSync(
   process.execPath,
-  [path.join(root, 'node_modules/jest/bin/jest.js'), '--json', `--outputFile=${resultsFile}`, ...process.argv.slice(2)],
+  [
+    path.join(root, 'node_modules/jest/bin/jest.js'),
+    '--json',
+    `--outputFile=${resultsFile}`,
+    ...process.argv.slice(2),
+  ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_OPTIONS: nodeOptions } },
 );
 

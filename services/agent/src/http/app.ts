@@ -1,22 +1,31 @@
 import express, { type Express, type RequestHandler } from 'express';
+import { SbxError } from '@sbx/protocol';
 import { assignRequestId, errorHandler, notFound } from '@sbx/service-kit';
 import type { AgentContext, AgentFeature } from '../agent-context.js';
 import { AGENT_VERSION } from '../version.js';
 import { authenticate } from './capability.js';
 import { requestLog } from './request-log.js';
 
+/** The only routes a signed file URL may address; everything else needs a bearer token. */
+function isSignableRoute(path: string): boolean {
+  return path.startsWith('/files/') || path === '/v1/files/download' || path === '/v1/files/upload';
+}
+
 /**
- * Requests carrying a signed-URL signature are authorized by the files feature
- * from `sig`/`exp`; every other request needs a bearer token.
+ * Requests to a file route carrying a signed-URL signature are authorized by the
+ * files feature from `sig`/`exp`; every other request needs a bearer token.
  */
 function authenticateUnlessSigned(ctx: AgentContext): RequestHandler {
   const bearer = authenticate(ctx.authenticator);
   return (req, res, next) => {
-    if (typeof req.query['sig'] === 'string') {
-      next();
+    if (req.query['sig'] === undefined) {
+      bearer(req, res, next);
       return;
     }
-    bearer(req, res, next);
+    if (!isSignableRoute(req.path)) {
+      throw new SbxError('UNAUTHENTICATED', 'signed URLs are accepted only to download or upload a file');
+    }
+    next();
   };
 }
 

@@ -1,0 +1,127 @@
+// API keys: `sbk_<prefix>_<secret>`. The prefix is stored in clear to find the
+// row; of the secret only its SHA-256 is stored, and a presented key is checked
+// against it in constant time. The plaintext key exists once, in create()'s result.
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { SbxError } from '@sbx/protocol';
+import type { ApiKey, PrismaClient, PrincipalType } from './generated/client.js';
+import { guard, isUniqueViolation, toSbxError } from './db-errors.js';
+
+export type { PrincipalType } from './generated/client.js';
+/** The stored key, without its hash. */
+export type ApiKeyRecord = Omit<ApiKey, 'hash'>;
+
+export interface NewApiKey {
+  readonly tenantId: string;
+  readonly principalId: string;
+  readonly principalType?: PrincipalType;
+  readonly scopes: readonly string[];
+  readonly name?: string | null;
+}
+
+export interface CreatedApiKey {
+  /** The full key, shown to its owner once and never stored. */
+  readonly key: string;
+  readonly record: ApiKeyRecord;
+}
+
+const KEY_PATTERN = /^sbk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+const PREFIX_BYTES = 6; // 12 hex characters
+const SECRET_BYTES = 32; // 43 base64url characters
+const PREFIX_ATTEMPTS = 3;
+
+/** Splits a key into prefix and secret; null when it does not have the key format. */
+export function parseApiKey(key: string): { prefix: string; secret: string } | null {
+  const match = KEY_PATTERN.exec(key);
+  return match?.[1] === undefined || match[2] === undefined ? null : { prefix: match[1], secret: match[2] };
+}
+
+function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+function withoutHash({ hash: _hash, ...record }: ApiKey): ApiKeyRecord {
+  return record;
+}
+
+export class ApiKeyRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async create(input: NewApiKey): Promise<CreatedApiKey> {
+    for (let attempt = 1; ; attempt++) {
+      const prefix = randomBytes(PREFIX_BYTES).toString('hex');
+      const secret = randomBytes(SECRET_BYTES).toString('base64url');
+      try {
+        const row = await this.prisma.apiKey.create({
+          data: {
+            id: randomUUID(),
+            prefix,
+            hash: new Uint8Array(hashSecret(secret)),
+            tenantId: input.tenantId,
+            principalId: input.principalId,
+            ...(input.principalType === undefined ? {} : { principalType: input.principalType }),
+            scopes: [...input.scopes],
+            name: input.name ?? null,
+          },
+        });
+        return { key: `sbk_${prefix}_${secret}`, record: withoutHash(row) };
+      } catch (err) {
+        // A 48-bit prefix collides about never; draw again rather than fail.
+        if (isUniqueViolation(err, 'api_keys_prefix_key') && attempt < PREFIX_ATTEMPTS) continue;
+        throw toSbxError(err, 'create api key');
+      }
+    }
+  }
+
+  findByPrefix(prefix: string): Promise<ApiKeyRecord | null> {
+    return guard('find api key', async () => {
+      const row = await this.prisma.apiKey.findUnique({ where: { prefix } });
+      return row === null ? null : withoutHash(row);
+    });
+  }
+
+  /**
+   * The key's record when `key` is a well-formed, unrevoked key whose secret
+   * matches the stored hash; null otherwise (callers answer UNAUTHENTICATED
+   * without saying which check failed).
+   */
+  async verify(key: string): Promise<ApiKeyRecord | null> {
+    const parsed = parseApiKey(key);
+    if (parsed === null) return null;
+    const presented = hashSecret(parsed.secret);
+    const row = await guard('find api key', () =>
+      this.prisma.apiKey.findUnique({ where: { prefix: parsed.prefix } }),
+    );
+    if (row === null) return null;
+    const stored = Buffer.from(row.hash);
+    const matches = stored.length === presented.length && timingSafeEqual(stored, presented);
+    if (!matches || row.revokedAt !== null) return null;
+    return withoutHash(row);
+  }
+
+  /** Stamps `lastUsedAt`; the caller decides how often this is worth a write. */
+  async markUsed(id: string, at: Date = new Date()): Promise<void> {
+    await guard('mark api key used', () =>
+      this.prisma.apiKey.updateMany({ where: { id }, data: { lastUsedAt: at } }),
+    );
+  }
+
+  /**
+   * Revokes a key of the tenant. Idempotent: revoking again keeps the first
+   * revocation time. NOT_FOUND when the tenant has no such key.
+   */
+  async revoke(id: string, tenantId: string, at: Date = new Date()): Promise<ApiKeyRecord> {
+    await guard('revoke api key', () =>
+      this.prisma.apiKey.updateMany({ where: { id, tenantId, revokedAt: null }, data: { revokedAt: at } }),
+    );
+    const row = await guard('find api key', () => this.prisma.apiKey.findFirst({ where: { id, tenantId } }));
+    if (row === null) throw new SbxError('NOT_FOUND', `api key ${id} does not exist`);
+    return withoutHash(row);
+  }
+
+  listByTenant(tenantId: string): Promise<ApiKeyRecord[]> {
+    return guard('list api keys', async () => {
+      const rows = await this.prisma.apiKey.findMany({ where: { tenantId }, orderBy: { createdAt: 'asc' } });
+      return rows.map(withoutHash);
+    });
+  }
+}

@@ -1,0 +1,89 @@
+// The audit log: append-only, read back in the order it was written (by its
+// bigserial id, which the records expose as a decimal string so they survive
+// JSON.stringify).
+import { SbxError } from '@sbx/protocol';
+import type { AuditEvent, Prisma, PrismaClient } from './generated/client.js';
+import { guard } from './db-errors.js';
+
+export interface NewAuditEvent {
+  readonly action: string;
+  readonly outcome: string;
+  readonly at?: Date;
+  readonly requestId?: string | null;
+  readonly tenantId?: string | null;
+  readonly callerId?: string | null;
+  readonly callerType?: string | null;
+  readonly actorType?: string | null;
+  readonly actorId?: string | null;
+  readonly clientId?: string | null;
+  readonly scopeType?: string | null;
+  readonly scopeId?: string | null;
+  readonly sessionId?: string | null;
+  readonly sandboxId?: string | null;
+  readonly jti?: string | null;
+  readonly scopes?: readonly string[];
+  /** Free-form JSON; must not carry secrets or tokens. */
+  readonly detail?: Prisma.InputJsonValue | null;
+}
+
+export type AuditEventRecord = Omit<AuditEvent, 'id'> & { readonly id: string };
+
+export interface ListAuditOptions {
+  /** Only events after this id (exclusive), for paging. */
+  readonly afterId?: string;
+  /** Default 100, at most 1000. */
+  readonly limit?: number;
+}
+
+const MAX_PAGE = 1000;
+
+function toRecord(event: AuditEvent): AuditEventRecord {
+  return { ...event, id: event.id.toString() };
+}
+
+export class AuditRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  async append(event: NewAuditEvent): Promise<AuditEventRecord> {
+    const { detail, scopes, ...rest } = event;
+    const created = await guard('append audit event', () =>
+      this.prisma.auditEvent.create({
+        data: {
+          ...rest,
+          scopes: scopes === undefined ? [] : [...scopes],
+          ...(detail === undefined || detail === null ? {} : { detail }),
+        },
+      }),
+    );
+    return toRecord(created);
+  }
+
+  listBySandbox(sandboxId: string, options: ListAuditOptions = {}): Promise<AuditEventRecord[]> {
+    return this.list({ sandboxId }, options);
+  }
+
+  listBySession(sessionId: string, options: ListAuditOptions = {}): Promise<AuditEventRecord[]> {
+    return this.list({ sessionId }, options);
+  }
+
+  private async list(
+    where: Prisma.AuditEventWhereInput,
+    options: ListAuditOptions,
+  ): Promise<AuditEventRecord[]> {
+    const take = Math.min(Math.max(Math.trunc(options.limit ?? 100), 1), MAX_PAGE);
+    if (options.afterId !== undefined && !/^\d{1,19}$/.test(options.afterId)) {
+      throw new SbxError('BAD_REQUEST', 'afterId must be an audit event id');
+    }
+    const events = await guard('list audit events', () =>
+      this.prisma.auditEvent.findMany({
+        where: {
+          ...where,
+          ...(options.afterId === undefined ? {} : { id: { gt: BigInt(options.afterId) } }),
+        },
+        orderBy: { id: 'asc' },
+        take,
+      }),
+    );
+    return events.map(toRecord);
+  }
+}

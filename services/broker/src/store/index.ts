@@ -1,0 +1,39 @@
+// The store: the only place that touches the database. Everything else uses
+// these repositories and never the Prisma client directly.
+import type { PrismaClient } from './generated/client.js';
+import { ApiKeyRepository } from './api-key-repository.js';
+import { AuditRepository } from './audit-repository.js';
+import { PolicyRepository } from './policy-repository.js';
+import { SandboxRepository } from './sandbox-repository.js';
+import { SessionBindingRepository } from './session-binding-repository.js';
+import { TokenIssuanceRepository } from './token-issuance-repository.js';
+
+export * from './api-key-repository.js';
+export * from './audit-repository.js';
+export * from './database.js';
+export * from './db-errors.js';
+export * from './policy-repository.js';
+export * from './sandbox-repository.js';
+export * from './session-binding-repository.js';
+export * from './token-issuance-repository.js';
+export { applyMigrations, diffSql, MIGRATIONS_DIR, SCHEMA_PATH, type DiffSource } from './schema-engine.js';
+
+export interface Repositories {
+  readonly sandboxes: SandboxRepository;
+  readonly bindings: SessionBindingRepository;
+  readonly tokens: TokenIssuanceRepository;
+  readonly audit: AuditRepository;
+  readonly policies: PolicyRepository;
+  readonly apiKeys: ApiKeyRepository;
+}
+
+export function createRepositories(prisma: PrismaClient): Repositories {
+  return {
+    sandboxes: new SandboxRepository(prisma),
+    bindings: new SessionBindingRepository(prisma),
+    tokens: new TokenIssuanceRepository(prisma),
+    audit: new AuditRepository(prisma),
+    policies: new PolicyRepository(prisma),
+    apiKeys: new ApiKeyRepository(prisma),
+  };
+}

@@ -1,0 +1,204 @@
+// Sandboxes: one live sandbox per (tenant, scope), enforced by the unique index
+// `sandbox_one_live_per_scope` over (tenant_id, scope_type, scope_id, live) —
+// `live` is true while the sandbox serves its scope and NULL afterwards, and
+// NULLs never collide.
+import { SbxError } from '@sbx/protocol';
+import type {
+  NetworkEnvironment,
+  PrismaClient,
+  Sandbox,
+  SandboxState,
+  ScopeType,
+} from './generated/client.js';
+import { guard, isRecordNotFound, toSbxError } from './db-errors.js';
+
+export type { NetworkEnvironment, SandboxState, ScopeType } from './generated/client.js';
+export type SandboxRecord = Sandbox;
+
+export interface NewSandbox {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly ownerId: string;
+  readonly scopeType: ScopeType;
+  readonly scopeId: string;
+  readonly provider: string;
+  readonly providerRef?: string | null;
+  readonly environment?: NetworkEnvironment;
+  readonly httpBaseUrl?: string | null;
+  readonly wsBaseUrl?: string | null;
+  /** AES-256-GCM ciphertext of the sandbox's signing key (iv | tag | data). */
+  readonly signingKeyCipher: Uint8Array<ArrayBuffer>;
+  readonly leaseExpiresAt: Date;
+  readonly hardExpiresAt: Date;
+}
+
+export interface TenantScope {
+  readonly tenantId: string;
+  /** When given, a sandbox of another owner in the same tenant is not found. */
+  readonly ownerId?: string;
+}
+
+/** Sandboxes that no longer serve their scope; they take no further transition. */
+export const FINAL_STATES: readonly SandboxState[] = ['terminated', 'failed'];
+
+/** For each target state, the states a sandbox may move to it from. */
+export const ALLOWED_FROM: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
+  provisioning: ['suspended'],
+  active: ['provisioning', 'idle', 'suspended'],
+  idle: ['active'],
+  suspended: ['active', 'idle'],
+  terminated: ['provisioning', 'active', 'idle', 'suspended'],
+  failed: ['provisioning', 'active', 'idle', 'suspended'],
+};
+
+const STAMP: Readonly<Record<SandboxState, keyof Sandbox | undefined>> = {
+  provisioning: undefined,
+  active: 'activeAt',
+  idle: 'idleAt',
+  suspended: 'suspendedAt',
+  terminated: 'terminatedAt',
+  failed: 'failedAt',
+};
+
+export interface TransitionOptions {
+  /** States the sandbox must currently be in; defaults to {@link ALLOWED_FROM}. */
+  readonly from?: readonly SandboxState[];
+  /** The time stamped on `<state>At` (default now). */
+  readonly at?: Date;
+  readonly failureReason?: string;
+  readonly providerRef?: string | null;
+  readonly httpBaseUrl?: string | null;
+  readonly wsBaseUrl?: string | null;
+  readonly leaseExpiresAt?: Date;
+}
+
+export interface ListLiveOptions {
+  readonly tenantId?: string;
+  readonly ownerId?: string;
+  readonly states?: readonly SandboxState[];
+  /** Only sandboxes whose lease ran out before this time (for the reaper). */
+  readonly leaseExpiredBefore?: Date;
+  readonly limit?: number;
+}
+
+const LIVE_CONFLICT = {
+  sandbox_one_live_per_scope: { code: 'CONFLICT', message: 'a live sandbox already serves this scope' },
+  sandboxes_pkey: { code: 'CONFLICT', message: 'a sandbox with this id already exists' },
+} as const;
+
+export class SandboxRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** Records a new sandbox in `provisioning`; CONFLICT when its scope already has a live one. */
+  create(input: NewSandbox): Promise<SandboxRecord> {
+    return guard(
+      'create sandbox',
+      () =>
+        this.prisma.sandbox.create({
+          data: {
+            id: input.id,
+            tenantId: input.tenantId,
+            ownerId: input.ownerId,
+            scopeType: input.scopeType,
+            scopeId: input.scopeId,
+            provider: input.provider,
+            providerRef: input.providerRef ?? null,
+            ...(input.environment === undefined ? {} : { environment: input.environment }),
+            httpBaseUrl: input.httpBaseUrl ?? null,
+            wsBaseUrl: input.wsBaseUrl ?? null,
+            signingKeyCipher: input.signingKeyCipher,
+            leaseExpiresAt: input.leaseExpiresAt,
+            hardExpiresAt: input.hardExpiresAt,
+          },
+        }),
+      LIVE_CONFLICT,
+    );
+  }
+
+  /** The sandbox, only if it belongs to the tenant (and owner, when given); otherwise null. */
+  findById(id: string, scope: TenantScope): Promise<SandboxRecord | null> {
+    return guard('find sandbox', () =>
+      this.prisma.sandbox.findFirst({
+        where: {
+          id,
+          tenantId: scope.tenantId,
+          ...(scope.ownerId === undefined ? {} : { ownerId: scope.ownerId }),
+        },
+      }),
+    );
+  }
+
+  /** The sandbox currently serving a scope, if any. */
+  findLiveByScope(tenantId: string, scopeType: ScopeType, scopeId: string): Promise<SandboxRecord | null> {
+    return guard('find sandbox', () =>
+      this.prisma.sandbox.findFirst({ where: { tenantId, scopeType, scopeId, live: true } }),
+    );
+  }
+
+  /**
+   * Moves a sandbox to `to`, stamping `<to>At`; a final state also frees the
+   * scope. Atomic: the update only happens while the sandbox is in one of the
+   * `from` states. SANDBOX_NOT_FOUND when it does not exist, CONFLICT when it is
+   * in another state.
+   */
+  async transition(id: string, to: SandboxState, options: TransitionOptions = {}): Promise<SandboxRecord> {
+    const from = options.from ?? ALLOWED_FROM[to];
+    const at = options.at ?? new Date();
+    const stamp = STAMP[to];
+    const final = FINAL_STATES.includes(to);
+    try {
+      return await this.prisma.sandbox.update({
+        where: { id, state: { in: [...from] } },
+        data: {
+          state: to,
+          ...(stamp === undefined ? {} : { [stamp]: at }),
+          ...(final ? { live: null } : {}),
+          ...(options.failureReason === undefined ? {} : { failureReason: options.failureReason }),
+          ...(options.providerRef === undefined ? {} : { providerRef: options.providerRef }),
+          ...(options.httpBaseUrl === undefined ? {} : { httpBaseUrl: options.httpBaseUrl }),
+          ...(options.wsBaseUrl === undefined ? {} : { wsBaseUrl: options.wsBaseUrl }),
+          ...(options.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: options.leaseExpiresAt }),
+        },
+      });
+    } catch (err) {
+      if (!isRecordNotFound(err)) throw toSbxError(err, 'transition sandbox');
+    }
+    const current = await guard('find sandbox', () =>
+      this.prisma.sandbox.findUnique({ where: { id }, select: { state: true } }),
+    );
+    if (current === null) throw new SbxError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`);
+    throw new SbxError('CONFLICT', `sandbox ${id} is ${current.state} and cannot become ${to}`, {
+      details: { state: current.state, to },
+    });
+  }
+
+  /** Extends the lease and records a heartbeat. False when the sandbox is not live. */
+  async renewLease(id: string, leaseExpiresAt: Date, at: Date = new Date()): Promise<boolean> {
+    const { count } = await guard('renew sandbox lease', () =>
+      this.prisma.sandbox.updateMany({
+        where: { id, live: true },
+        data: { leaseExpiresAt, lastHeartbeatAt: at },
+      }),
+    );
+    return count === 1;
+  }
+
+  /** Live sandboxes, oldest first. */
+  listLive(options: ListLiveOptions = {}): Promise<SandboxRecord[]> {
+    return guard('list sandboxes', () =>
+      this.prisma.sandbox.findMany({
+        where: {
+          live: true,
+          ...(options.tenantId === undefined ? {} : { tenantId: options.tenantId }),
+          ...(options.ownerId === undefined ? {} : { ownerId: options.ownerId }),
+          ...(options.states === undefined ? {} : { state: { in: [...options.states] } }),
+          ...(options.leaseExpiredBefore === undefined
+            ? {}
+            : { leaseExpiresAt: { lt: options.leaseExpiredBefore } }),
+        },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        ...(options.limit === undefined ? {} : { take: options.limit }),
+      }),
+    );
+  }
+}

@@ -1,0 +1,52 @@
+// Token issuances: one row per token the broker mints, keyed by its jti, so a
+// token can be traced (and, later, revoked) by the id it carries.
+import type { PrismaClient, TokenIssuance } from './generated/client.js';
+import { guard } from './db-errors.js';
+
+export type TokenIssuanceRecord = TokenIssuance;
+
+export interface NewTokenIssuance {
+  readonly jti: string;
+  readonly subject: string;
+  readonly audience: string;
+  readonly scopes: readonly string[];
+  readonly sessionId?: string | null;
+  readonly threadId?: string | null;
+  readonly requestId?: string | null;
+  readonly issuedAt?: Date;
+  readonly expiresAt: Date;
+}
+
+const CONSTRAINTS = {
+  token_issuances_pkey: { code: 'CONFLICT', message: 'a token with this jti was already issued' },
+} as const;
+
+export class TokenIssuanceRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** CONFLICT when the jti was already recorded. */
+  record(input: NewTokenIssuance): Promise<TokenIssuanceRecord> {
+    return guard(
+      'record token issuance',
+      () =>
+        this.prisma.tokenIssuance.create({
+          data: {
+            jti: input.jti,
+            subject: input.subject,
+            audience: input.audience,
+            scopes: [...input.scopes],
+            sessionId: input.sessionId ?? null,
+            threadId: input.threadId ?? null,
+            requestId: input.requestId ?? null,
+            ...(input.issuedAt === undefined ? {} : { issuedAt: input.issuedAt }),
+            expiresAt: input.expiresAt,
+          },
+        }),
+      CONSTRAINTS,
+    );
+  }
+
+  findByJti(jti: string): Promise<TokenIssuanceRecord | null> {
+    return guard('find token issuance', () => this.prisma.tokenIssuance.findUnique({ where: { jti } }));
+  }
+}
