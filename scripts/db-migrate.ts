@@ -1,13 +1,14 @@
 // `pnpm db:migrate`: applies pending migrations from prisma/migrations to
 // DATABASE_URL or, when it is unset, to the embedded PGlite database under
-// BROKER_DATA_DIR (default `.data`), and prints what it applied. Migrations are
+// BROKER_DATA_DIR (default `<repository>/.data/broker`), and prints what it applied. Migrations are
 // recorded in `_prisma_migrations`, so `prisma migrate deploy` agrees with it.
 import path from 'node:path';
+import { loadBrokerConfig } from '../services/broker/src/config.js';
 import { openDatabase } from '../services/broker/src/store/database.js';
 import { MIGRATIONS_DIR } from '../services/broker/src/store/schema-engine.js';
 
-const databaseUrl = process.env['DATABASE_URL'] || undefined;
-const dataDir = process.env['BROKER_DATA_DIR'] || '.data';
+// The broker's own configuration, so the script and the broker agree on the embedded database's place.
+const { databaseUrl, dataDir } = loadBrokerConfig(process.env);
 const target = databaseUrl ? redact(databaseUrl) : `embedded PGlite at ${path.resolve(dataDir, 'pglite')}`;
 
 try {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
   envKeyMaterial,
@@ -9,11 +10,14 @@ import {
   type Environment,
 } from '@sbx/service-kit';
 
+/** `<repository>/.data/broker`, whatever the working directory (pnpm runs scripts in the package's). */
+const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../.data/broker', import.meta.url));
+
 const BrokerEnv = z.object({
   HOST: z.string().default('127.0.0.1'),
   PORT: envPort(8080),
   BROKER_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
-  BROKER_DATA_DIR: z.string().default('.data/broker'),
+  BROKER_DATA_DIR: z.string().default(DEFAULT_DATA_DIR),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
   BROKER_MASTER_KEY: envKeyMaterial(32).optional(),

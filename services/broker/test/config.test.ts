@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@sbx/service-kit';
 import { loadBrokerConfig } from '../src/config.js';
 
@@ -28,7 +28,7 @@ describe('broker configuration', () => {
       idleTimeoutSeconds: 900,
       hardTtlSeconds: 28_800,
     });
-    expect(config.dataDir).toBe(path.resolve('.data/broker'));
+    expect(config.dataDir).toBe(fileURLToPath(new URL('../../../.data/broker', import.meta.url)));
   });
 
   it('requires a master key when the database is shared', () => {

@@ -7,6 +7,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import { SbxError } from '@sbx/protocol';
 import { PrismaClient } from './generated/client.js';
+import { guard } from './db-errors.js';
 import { applyMigrations, MIGRATIONS_DIR, type EngineLog } from './schema-engine.js';
 
 export type { PrismaClient } from './generated/client.js';
@@ -37,6 +38,8 @@ export interface Database {
   readonly adapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /** Migrations applied while opening (empty when none were pending or `migrate` was false). */
   readonly appliedMigrations: readonly string[];
+  /** One round trip to the database, for health checks; BACKEND_UNAVAILABLE when it fails. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -64,7 +67,16 @@ export async function openDatabase(config: DatabaseConfig = {}): Promise<Databas
             config.migrationsDir ?? MIGRATIONS_DIR,
             config.log ? { log: config.log } : {},
           );
-    return { kind: backend.kind, prisma, adapterFactory: backend.adapterFactory, appliedMigrations, close };
+    const ping = (): Promise<void> =>
+      guard('ping database', async () => void (await prisma.$queryRaw`SELECT 1`));
+    return {
+      kind: backend.kind,
+      prisma,
+      adapterFactory: backend.adapterFactory,
+      appliedMigrations,
+      ping,
+      close,
+    };
   } catch (err) {
     await close().catch(() => {});
     throw err;
