@@ -12,6 +12,11 @@ import {
 
 const MIN_KEY_BYTES = 32;
 
+const bytes = (fallback: number) =>
+  z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).default(fallback);
+const count = (fallback: number) => z.coerce.number().int().min(1).max(10_000).default(fallback);
+const unixId = z.coerce.number().int().min(1).max(2_147_483_647).optional();
+
 const AgentEnv = z.object({
   SANDBOX_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be a sandbox id (letters, digits, _ . : -)'),
   SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
@@ -28,18 +33,19 @@ const AgentEnv = z.object({
   AGENT_BWRAP_PATH: z.string().default('/usr/bin/bwrap'),
   AGENT_NETWORK: envBoolean(true),
   AGENT_HIDE_PATHS: z.string().optional(),
-  AGENT_RUN_AS_UID: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(2 ** 31 - 1)
-    .optional(),
-  AGENT_RUN_AS_GID: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(2 ** 31 - 1)
-    .optional(),
+  AGENT_RUN_AS_UID: unixId,
+  AGENT_RUN_AS_GID: unixId,
+  AGENT_FILES_MAX_UPLOAD_BYTES: bytes(1024 ** 3),
+  AGENT_MAX_PROCESSES: count(32),
+  AGENT_EXEC_MAX_STDOUT_BYTES: bytes(256 * 1024),
+  AGENT_EXEC_MAX_STDERR_BYTES: bytes(32 * 1024),
+  AGENT_EXEC_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
+  AGENT_PROCESS_OUTPUT_BUFFER_BYTES: bytes(1024 ** 2),
+  AGENT_LEGACY_INTERPRETER: z.string().optional(),
+  AGENT_MAX_SHELLS: count(16),
+  AGENT_SHELL_IDLE_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  AGENT_SHELL_SCROLLBACK_BYTES: bytes(1024 ** 2),
+  AGENT_SHELL: z.string().optional(),
 });
 
 const agentRules: readonly EnvRule[] = [
@@ -74,6 +80,21 @@ export interface AgentConfig {
         readonly network: boolean;
         readonly hidePaths: readonly string[];
       };
+  readonly files: { readonly maxUploadBytes: number };
+  readonly exec: {
+    readonly maxConcurrentProcesses: number;
+    readonly maxStdoutBytes: number;
+    readonly maxStderrBytes: number;
+    readonly defaultTimeoutMs: number;
+    readonly outputBufferBytes: number;
+    readonly legacyInterpreter: string | undefined;
+  };
+  readonly shells: {
+    readonly maxShells: number;
+    readonly idleGraceMs: number;
+    readonly scrollbackBytes: number;
+    readonly shell: string | undefined;
+  };
 }
 
 function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
@@ -114,5 +135,20 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
     wsAuthTimeoutMs: parsed.WS_AUTH_TIMEOUT_MS,
     legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
     launcher: launcherOf(parsed),
+    files: { maxUploadBytes: parsed.AGENT_FILES_MAX_UPLOAD_BYTES },
+    exec: {
+      maxConcurrentProcesses: parsed.AGENT_MAX_PROCESSES,
+      maxStdoutBytes: parsed.AGENT_EXEC_MAX_STDOUT_BYTES,
+      maxStderrBytes: parsed.AGENT_EXEC_MAX_STDERR_BYTES,
+      defaultTimeoutMs: parsed.AGENT_EXEC_DEFAULT_TIMEOUT_MS,
+      outputBufferBytes: parsed.AGENT_PROCESS_OUTPUT_BUFFER_BYTES,
+      legacyInterpreter: parsed.AGENT_LEGACY_INTERPRETER,
+    },
+    shells: {
+      maxShells: parsed.AGENT_MAX_SHELLS,
+      idleGraceMs: parsed.AGENT_SHELL_IDLE_GRACE_SECONDS * 1000,
+      scrollbackBytes: parsed.AGENT_SHELL_SCROLLBACK_BYTES,
+      shell: parsed.AGENT_SHELL,
+    },
   };
 }

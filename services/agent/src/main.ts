@@ -6,6 +6,8 @@ import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/la
 import { createAuthenticator } from './http/authenticator.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
+import { execFeature } from './http/exec/exec-feature.js';
+import { filesFeature } from './http/files/files-feature.js';
 
 /** Longest capability lifetime the agent accepts (the broker's clamp is 15 min by default). */
 const MAX_TOKEN_TTL_SECONDS = 3600;
@@ -29,8 +31,16 @@ function launcherFor(config: AgentConfig, workspaceRoot: string): Launcher {
   });
 }
 
-function buildFeatures(_ctx: AgentContext, _config: AgentConfig): AgentFeature[] {
-  return [];
+function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
+  const { legacyInterpreter, ...exec } = config.exec;
+  return [
+    filesFeature(ctx, config.files),
+    execFeature(ctx, {
+      ...exec,
+      legacyEndpoints: config.legacyEndpoints,
+      ...(legacyInterpreter === undefined ? {} : { legacyInterpreter }),
+    }),
+  ];
 }
 
 async function main(): Promise<void> {

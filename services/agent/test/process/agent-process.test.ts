@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+
+const root = fileURLToPath(new URL('../../../../', import.meta.url));
+
+/** The agent as operators run it: its entry point as a process, configured by the environment only. */
+describe('agent process', () => {
+  const key = SigningKey.generate();
+  const workspace = mkdtempSync(path.join(tmpdir(), 'sbx-agent-proc-'));
+  let child: ChildProcess;
+  let url = '';
+  const stdout: string[] = [];
+
+  beforeAll(async () => {
+    child = spawn(`${root}node_modules/.bin/tsx`, ['services/agent/src/main.ts'], {
+      cwd: root,
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        SANDBOX_ID: 'sb_proc',
+        SANDBOX_SIGNING_KEY: key.toBase64url(),
+        SANDBOX_TOKEN_ISSUER: 'sbx-broker',
+        WORKSPACE_ROOT: workspace,
+        HOST: '127.0.0.1',
+        PORT: '0',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines = createInterface({ input: child.stdout! });
+    url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`agent did not start: ${stdout.join('')}`)), 20_000);
+      lines.on('line', (line) => {
+        stdout.push(line);
+        const record = JSON.parse(line) as { msg?: string; url?: string };
+        if (record.msg === 'agent listening' && record.url !== undefined) {
+          clearTimeout(timer);
+          resolve(record.url);
+        }
+      });
+    });
+  });
+
+  afterAll(() => {
+    child.kill('SIGKILL');
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  const token = (scopes: string[]): string =>
+    mintCapabilityToken({
+      key,
+      issuer: 'sbx-broker',
+      subject: 'usr_1',
+      sandboxId: 'sb_proc',
+      scopes,
+      ttlSeconds: 300,
+    }).token;
+
+  it('logs the bound address and answers /healthz', async () => {
+    const health = (await (await fetch(`${url}/healthz`)).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({ status: 'ok', sandbox_id: 'sb_proc', shells: 0, processes: 0 });
+  });
+
+  it('writes and reads a file and runs a command with one token', async () => {
+    const auth = { authorization: `Bearer ${token(['fs:rw', 'process'])}` };
+    const put = await fetch(`${url}/files/hello.txt`, {
+      method: 'PUT',
+      headers: auth,
+      body: 'hi from a test',
+    });
+    expect(put.status).toBe(201);
+    expect(readFileSync(path.join(workspace, 'hello.txt'), 'utf8')).toBe('hi from a test');
+    expect(await (await fetch(`${url}/files/hello.txt`, { headers: auth })).text()).toBe('hi from a test');
+    const exec = await fetch(`${url}/v1/exec`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ cmd: 'cat hello.txt | wc -c' }),
+    });
+    expect(((await exec.json()) as { stdout: string }).stdout.trim()).toBe('14');
+  });
+
+  it('stops cleanly on SIGTERM and never logged the token', async () => {
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(stdout.join('\n')).not.toMatch(/eyJ[\w-]+\.eyJ/);
+  });
+});
