@@ -34,25 +34,28 @@ export const notFound: RequestHandler = (req, res) => {
   sendError(res, new SbxError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
 };
 
-interface BodyParserError {
-  readonly type: string;
+/** Errors Express and its body parsers raise carry an HTTP `status` and, for bodies, a `type`. */
+interface HttpLayerError {
   readonly status: number;
+  readonly type?: unknown;
 }
 
-function isBodyParserError(err: unknown): err is BodyParserError {
-  return typeof err === 'object' && err !== null && 'type' in err && 'status' in err;
+function isHttpLayerError(err: unknown): err is HttpLayerError {
+  return typeof err === 'object' && err !== null && 'status' in err && typeof err.status === 'number';
 }
 
-/** Maps body-parser failures to protocol codes; anything else unknown becomes INTERNAL. */
+/** Maps Express and body-parser failures to protocol codes; anything else unknown becomes INTERNAL. */
 function toSbxError(err: unknown): SbxError {
   if (err instanceof SbxError) return err;
-  if (isBodyParserError(err)) {
+  if (isHttpLayerError(err) && err.status >= 400 && err.status < 500) {
     if (err.type === 'entity.too.large')
       return new SbxError('PAYLOAD_TOO_LARGE', 'request body is too large');
     if (err.type === 'entity.parse.failed')
       return new SbxError('BAD_REQUEST', 'request body is not valid JSON');
-    if (err.status >= 400 && err.status < 500)
-      return new SbxError('BAD_REQUEST', 'request body could not be read');
+    // The router's own failure to percent-decode a path parameter.
+    if (err instanceof URIError)
+      return new SbxError('BAD_REQUEST', 'request path is not valid percent-encoding');
+    return new SbxError('BAD_REQUEST', 'request could not be read');
   }
   return SbxError.from(err);
 }
