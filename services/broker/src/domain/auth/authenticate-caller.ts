@@ -1,0 +1,92 @@
+// Who is calling: an `Authorization: Bearer …` header to a Principal.
+// `sbk_…` is an API key, checked against the store; anything else is an OIDC
+// access token when an issuer is configured. No message here ever contains the
+// credential.
+//
+// Verified API keys are remembered for apiKeyCacheTtlMs (default 10 s) so a
+// client polling with one key does not cost a database lookup per request;
+// the price is that a revoked key keeps working for up to that long.
+import { SbxError } from '@sbx/protocol';
+import { systemClock, type Clock } from '@sbx/tokens';
+import type { ApiKeyRecord } from '../../store/index.js';
+import type { OidcVerifier } from './oidc-verifier.js';
+import { callerScopesFrom, type Principal } from './principal.js';
+import { VerifiedKeyCache } from './verified-key-cache.js';
+
+export type ApiKeyIdentity = Pick<
+  ApiKeyRecord,
+  'id' | 'tenantId' | 'principalId' | 'principalType' | 'scopes'
+>;
+
+/** ApiKeyRepository satisfies this: the key's record, or null for a wrong, revoked or malformed key. */
+export interface ApiKeyVerifier {
+  verify(key: string): Promise<ApiKeyIdentity | null>;
+}
+
+export interface CallerAuthenticatorDeps {
+  readonly apiKeys: ApiKeyVerifier;
+  /** Absent: only API keys are accepted. */
+  readonly oidc?: OidcVerifier | undefined;
+  readonly now?: Clock | undefined;
+  readonly apiKeyCacheTtlMs?: number | undefined;
+  readonly apiKeyCacheMaxEntries?: number | undefined;
+}
+
+export interface CallerAuthenticator {
+  /** The caller named by an Authorization header value; UNAUTHENTICATED when there is none. */
+  authenticate(authorization: string | undefined): Promise<Principal>;
+}
+
+export const API_KEY_PREFIX = 'sbk_';
+const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i;
+
+export function bearerCredentialOf(authorization: string | undefined): string {
+  if (authorization === undefined || authorization === '') {
+    throw new SbxError('UNAUTHENTICATED', 'missing Authorization: Bearer <token>');
+  }
+  const credential = BEARER.exec(authorization)?.[1];
+  if (credential === undefined)
+    throw new SbxError('UNAUTHENTICATED', 'Authorization must be "Bearer <token>"');
+  return credential;
+}
+
+function principalOfKey(record: ApiKeyIdentity): Principal {
+  return Object.freeze({
+    tenantId: record.tenantId,
+    id: record.principalId,
+    type: record.principalType,
+    ownerId: record.principalId,
+    scopes: callerScopesFrom(record.scopes),
+    via: 'api_key' as const,
+    keyId: record.id,
+  });
+}
+
+export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): CallerAuthenticator {
+  const cache = new VerifiedKeyCache<Principal>(
+    deps.apiKeyCacheTtlMs ?? 10_000,
+    deps.apiKeyCacheMaxEntries ?? 1024,
+    deps.now ?? systemClock,
+  );
+
+  async function byApiKey(key: string): Promise<Principal> {
+    const cached = cache.get(key);
+    if (cached !== undefined) return cached;
+    const record = await deps.apiKeys.verify(key);
+    if (record === null) throw new SbxError('UNAUTHENTICATED', 'API key is not valid');
+    const principal = principalOfKey(record);
+    cache.set(key, principal);
+    return principal;
+  }
+
+  async function authenticate(authorization: string | undefined): Promise<Principal> {
+    const credential = bearerCredentialOf(authorization);
+    if (credential.startsWith(API_KEY_PREFIX)) return byApiKey(credential);
+    if (deps.oidc === undefined) {
+      throw new SbxError('UNAUTHENTICATED', 'bearer credential must be an API key (sbk_…)');
+    }
+    return deps.oidc.verify(credential);
+  }
+
+  return Object.freeze({ authenticate });
+}

@@ -1,0 +1,49 @@
+// A short-lived memory of API keys that verified, so a burst of requests with
+// one key costs one database lookup. Entries are keyed by the SHA-256 of the
+// key, so the cache never holds a usable credential. Only successes are kept:
+// a wrong key always reaches the store.
+import { createHash } from 'node:crypto';
+import type { Clock } from '@sbx/tokens';
+
+interface Entry<T> {
+  readonly value: T;
+  readonly expiresAt: number;
+}
+
+export class VerifiedKeyCache<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+    private readonly clock: Clock,
+  ) {}
+
+  get(key: string): T | undefined {
+    const digest = digestOf(key);
+    const entry = this.entries.get(digest);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt <= this.clock()) {
+      this.entries.delete(digest);
+      return undefined;
+    }
+    return entry.value;
+  }
+
+  set(key: string, value: T): void {
+    if (this.ttlMs <= 0) return;
+    const digest = digestOf(key);
+    this.entries.delete(digest);
+    // Map keeps insertion order: the first entry is the oldest.
+    while (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (oldest.done === true) break;
+      this.entries.delete(oldest.value);
+    }
+    this.entries.set(digest, { value, expiresAt: this.clock() + this.ttlMs });
+  }
+}
+
+function digestOf(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('base64url');
+}
