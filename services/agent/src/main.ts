@@ -8,6 +8,7 @@ import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
 import { execFeature } from './http/exec/exec-feature.js';
 import { filesFeature } from './http/files/files-feature.js';
+import { shellsFeature } from './http/shells/shells-feature.js';
 
 /** Longest capability lifetime the agent accepts (the broker's clamp is 15 min by default). */
 const MAX_TOKEN_TTL_SECONDS = 3600;
@@ -33,12 +34,20 @@ function launcherFor(config: AgentConfig, workspaceRoot: string): Launcher {
 
 function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
   const { legacyInterpreter, ...exec } = config.exec;
+  const shells = config.shells;
   return [
     filesFeature(ctx, config.files),
     execFeature(ctx, {
       ...exec,
       legacyEndpoints: config.legacyEndpoints,
       ...(legacyInterpreter === undefined ? {} : { legacyInterpreter }),
+    }),
+    shellsFeature(ctx, {
+      maxShells: shells.maxShells,
+      idleGraceMs: shells.idleGraceMs,
+      scrollbackBytes: shells.scrollbackBytes,
+      legacyEndpoints: config.legacyEndpoints,
+      ...(shells.shell === undefined ? {} : { program: { file: shells.shell, args: ['-l'] } }),
     }),
   ];
 }

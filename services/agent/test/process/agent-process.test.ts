@@ -6,6 +6,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+import { WebSocket } from 'ws';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -81,6 +82,35 @@ describe('agent process', () => {
       body: JSON.stringify({ cmd: 'cat hello.txt | wc -c' }),
     });
     expect(((await exec.json()) as { stdout: string }).stdout.trim()).toBe('14');
+  });
+
+  it('opens a shell over the WebSocket and runs a command in it', async () => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/shell/ws`);
+    const frames: Array<Record<string, unknown>> = [];
+    ws.on('message', (data: Buffer) =>
+      frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>),
+    );
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.send(JSON.stringify({ type: 'auth', token: token(['shell']) }));
+    ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
+    ws.send(JSON.stringify({ type: 'stdin', data: 'echo $((6*7))-marker\n' }));
+    const output = (): string =>
+      frames
+        .filter((f) => f['type'] === 'stdout')
+        .map((f) =>
+          f['encoding'] === 'base64'
+            ? Buffer.from(String(f['data']), 'base64').toString()
+            : String(f['data']),
+        )
+        .join('');
+    for (let i = 0; i < 100 && !output().includes('42-marker'); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(output()).toContain('42-marker');
+    expect(frames[0]).toMatchObject({ type: 'auth_ok' });
+    ws.close();
   });
 
   it('stops cleanly on SIGTERM and never logged the token', async () => {

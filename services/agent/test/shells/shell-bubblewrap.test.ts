@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { bubblewrapLauncher } from '../../src/adapters/launcher.js';
+import { shellsFeature } from '../../src/http/shells/shells-feature.js';
+import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+import { ShellClient } from './shell-client.js';
+
+describe('shells confined by bubblewrap', () => {
+  let agent: TestAgent;
+  let url: string;
+
+  beforeAll(async () => {
+    agent = await startTestAgent({
+      launcher: (workspace) =>
+        bubblewrapLauncher({ bwrapPath: '/usr/bin/bwrap', workspaceRoot: workspace, network: false }),
+      features: (ctx) => [shellsFeature(ctx)],
+    });
+    url = `${agent.wsUrl}/v1/shell/ws`;
+  });
+
+  afterAll(async () => {
+    await agent.close();
+  });
+
+  it('has a controlling terminal and job control inside the sandbox', async () => {
+    const client = await ShellClient.start(url, agent.token(['shell']));
+    client.type('tty; sleep 30 & jobs; echo JOBS-$((1 + 1))');
+    const text = await client.waitFor(/^JOBS-2$/m);
+    // bwrap's private /dev shows the PTY as /dev/console; the host's /dev/pts stays hidden.
+    expect(text).toMatch(/^(\/dev\/pts\/\d+|\/dev\/console)$/m);
+    expect(text).toMatch(/^\[1\]\+\s+Running\s+sleep 30 &$/m);
+    client.type('fg');
+    await client.waitFor(/^sleep 30$/m);
+    client.send({ type: 'signal', signal: 'SIGINT' });
+    client.type('echo BACK-$((2 + 2))');
+    await client.waitFor(/^BACK-4$/m, 5000);
+    client.send({ type: 'close' });
+    await client.socket.closed;
+  });
+
+  it('runs in its own pid namespace with a read-only root and a writable workspace', async () => {
+    const client = await ShellClient.start(url, agent.token(['shell']));
+    client.type('touch /usr/sbx-probe 2>/dev/null || echo RO-ROOT; touch ok && echo RW-WS; echo NS-$$');
+    const text = await client.waitFor(/^NS-\d+$/m);
+    expect(text).toMatch(/^RO-ROOT$/m);
+    expect(text).toMatch(/^RW-WS$/m);
+    expect(Number(/^NS-(\d+)$/m.exec(text)?.[1])).toBeLessThan(10);
+    client.type('exit 7');
+    expect(await client.nextFrame('exit')).toEqual({ type: 'exit', code: 7 });
+  });
+});
