@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WebSocket } from 'ws';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
 import { filesFeature } from '../../src/http/files/files-feature.js';
+import { shellsFeature } from '../../src/http/shells/shells-feature.js';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 
 /** A small seeded PRNG (mulberry32) so a failure can be replayed from its seed. */
@@ -129,13 +130,13 @@ describe(`agent robustness (seed ${SEED})`, () => {
   let agent: TestAgent;
   let token: string;
   beforeAll(async () => {
-    agent = await startTestAgent({ features: (ctx) => [filesFeature(ctx), execFeature(ctx)] });
+    agent = await startTestAgent({ features: (ctx) => [filesFeature(ctx), execFeature(ctx), shellsFeature(ctx)] });
     token = agent.token(['fs:rw', 'process', 'shell']);
   });
   afterAll(async () => agent.close());
 
   it('survives 1000 malformed WebSocket frames, closing each offender with a policy code', async () => {
-    const endpoints = ['/v1/exec/ws', '/v1/files/watch'];
+    const endpoints = ['/v1/exec/ws', '/v1/files/watch', '/v1/shell/ws', '/ws'];
     const codes = new Map<number, number>();
     for (let i = 0; i < 1000; i += 10) {
       const batch = Array.from({ length: 10 }, (_, j) =>
