@@ -65,7 +65,11 @@ function sendSignal(target: number, signal: NodeJS.Signals): void {
 }
 
 class NodePty implements Pty {
-  constructor(private readonly term: IPty) {}
+  #exited = false;
+
+  constructor(private readonly term: IPty) {
+    term.onExit(() => (this.#exited = true));
+  }
 
   get pid(): number {
     return this.term.pid;
@@ -89,7 +93,8 @@ class NodePty implements Pty {
   }
 
   write(data: Buffer): void {
-    this.term.write(data);
+    // Input for a terminal whose program has gone has nowhere to go (node-pty would log EBADF).
+    if (!this.#exited) this.term.write(data);
   }
 
   resize(size: TerminalSize): void {
