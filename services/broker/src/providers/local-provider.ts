@@ -1,0 +1,233 @@
+import { SbxError } from '@sbx/protocol';
+import { agentEnvironment } from './agent-environment.js';
+import { AgentProcess, type AgentExit } from './agent-process.js';
+import { beforeDeadline, dataplaneOf, isHealthy, waitUntilHealthy } from './agent-readiness.js';
+import type { LocalIsolation } from './isolation.js';
+import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
+import { killProcessesWorkingIn } from './process-sweep.js';
+import {
+  assertSandboxId,
+  providerUnavailable,
+  sandboxExists,
+  sandboxNotFound,
+  type Dataplane,
+  type ProviderSandboxStatus,
+  type SandboxProvider,
+  type SandboxSpec,
+} from './provider.js';
+import {
+  readSandboxRecord,
+  removeSandboxFiles,
+  sandboxFilesExist,
+  sandboxPaths,
+  writeSandboxFiles,
+  type SandboxPaths,
+  type SandboxRecord,
+} from './sandbox-layout.js';
+import { SerialQueue } from './serial-queue.js';
+
+export type { LocalProviderOptions } from './local-settings.js';
+
+interface LiveAgent {
+  readonly agent: AgentProcess;
+  readonly paths: SandboxPaths;
+  dataplane: Dataplane | undefined;
+  /** Set when the provider itself ends the agent, so its exit is not reported as a crash. */
+  expectedExit: boolean;
+}
+
+/**
+ * Sandboxes as agent processes on this host, one per sandbox, started by the broker.
+ * The agent itself runs unconfined (it needs the key and the workspace); its user
+ * processes run under bubblewrap when `isolation` is 'bubblewrap'.
+ */
+export class LocalProvider implements SandboxProvider {
+  readonly name = 'local';
+  readonly isolation: LocalIsolation;
+  readonly #settings: LocalSettings;
+  readonly #agents = new Map<string, LiveAgent>();
+  /** Sandboxes whose agent crashed (or failed to start) since their last good start. */
+  readonly #failed = new Set<string>();
+  readonly #queue = new SerialQueue();
+  #closing: Promise<void> | undefined;
+
+  private constructor(settings: LocalSettings) {
+    this.#settings = settings;
+    this.isolation = settings.isolation;
+    process.on('exit', this.#killAllNow);
+  }
+
+  /** Probes isolation and prepares the agent; throws PROVIDER_UNAVAILABLE when either is impossible. */
+  static async open(options: LocalProviderOptions): Promise<LocalProvider> {
+    const settings = await resolveLocalSettings(options);
+    settings.logger.info(
+      { isolation: settings.isolation, data_dir: settings.dataDir },
+      'local sandbox provider ready',
+    );
+    return new LocalProvider(settings);
+  }
+
+  async create(spec: SandboxSpec): Promise<{ providerRef: string; dataplane: Dataplane }> {
+    assertSandboxId(spec.sandboxId);
+    this.#assertOpen();
+    const paths = sandboxPaths(this.#settings.dataDir, spec.sandboxId);
+    const record: SandboxRecord = {
+      sandboxId: spec.sandboxId,
+      tenantId: spec.tenantId,
+      tokenIssuer: spec.tokenIssuer,
+      network: spec.network,
+    };
+    return this.#queue.run(spec.sandboxId, async () => {
+      if (this.#agents.has(spec.sandboxId) || (await sandboxFilesExist(paths)))
+        throw sandboxExists(spec.sandboxId);
+      this.#assertNetworkPolicy(record);
+      try {
+        await writeSandboxFiles(paths, record, spec.signingKey);
+        return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
+      } catch (err) {
+        // A sandbox that never came up leaves nothing behind.
+        await removeSandboxFiles(paths);
+        this.#failed.delete(spec.sandboxId);
+        throw err instanceof SbxError
+          ? err
+          : providerUnavailable(`sandbox ${spec.sandboxId} could not be prepared`, err);
+      }
+    });
+  }
+
+  async start(sandboxId: string): Promise<Dataplane> {
+    assertSandboxId(sandboxId);
+    this.#assertOpen();
+    return this.#queue.run(sandboxId, async () => {
+      const live = this.#agents.get(sandboxId);
+      if (live?.dataplane !== undefined) return live.dataplane;
+      const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
+      const record = await readSandboxRecord(paths);
+      if (record === undefined) throw sandboxNotFound(sandboxId);
+      this.#assertNetworkPolicy(record);
+      return this.#launch(record, paths);
+    });
+  }
+
+  async stop(sandboxId: string): Promise<void> {
+    assertSandboxId(sandboxId);
+    await this.#queue.run(sandboxId, async () => {
+      const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
+      if (!this.#agents.has(sandboxId) && !(await sandboxFilesExist(paths))) throw sandboxNotFound(sandboxId);
+      await this.#end(sandboxId, paths);
+    });
+  }
+
+  async destroy(sandboxId: string): Promise<void> {
+    assertSandboxId(sandboxId);
+    await this.#queue.run(sandboxId, async () => {
+      const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
+      await this.#end(sandboxId, paths);
+      await removeSandboxFiles(paths);
+    });
+  }
+
+  async status(sandboxId: string): Promise<ProviderSandboxStatus> {
+    assertSandboxId(sandboxId);
+    const live = this.#agents.get(sandboxId);
+    if (live !== undefined) {
+      if (live.dataplane === undefined) return 'starting';
+      return (await isHealthy(live.dataplane.httpBaseUrl, sandboxId, 1000)) ? 'running' : 'failed';
+    }
+    if (this.#failed.has(sandboxId)) return 'failed';
+    return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const live = [...this.#agents.entries()];
+      await Promise.all(live.map(([id, agent]) => this.#end(id, agent.paths)));
+      // Operations already under way finish (a launch notices the close and ends its agent).
+      await this.#queue.settled();
+      process.off('exit', this.#killAllNow);
+    })();
+    return this.#closing;
+  }
+
+  /** Synchronous last resort when the broker exits without `close()`. */
+  readonly #killAllNow = (): void => {
+    for (const live of this.#agents.values()) live.agent.signalGroup('SIGTERM');
+  };
+
+  #assertOpen(): void {
+    if (this.#closing !== undefined) throw providerUnavailable('the local provider is shut down');
+  }
+
+  /** Fails closed: without bubblewrap nothing would take the network away from user processes. */
+  #assertNetworkPolicy(record: SandboxRecord): void {
+    if (record.network === 'off' && this.isolation === 'none')
+      throw providerUnavailable('network-off sandboxes need bubblewrap isolation, which this host lacks');
+  }
+
+  async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
+    const sandboxId = record.sandboxId;
+    const agent = new AgentProcess({
+      command: this.#settings.command,
+      env: agentEnvironment({
+        record,
+        paths,
+        isolation: this.isolation,
+        bwrapPath: this.#settings.bwrapPath,
+        hiddenPaths: this.#settings.hiddenPaths,
+        logLevel: this.#settings.agentLogLevel,
+      }),
+      cwd: paths.stateDir,
+      sandboxId,
+      logger: this.#settings.logger,
+    });
+    const live: LiveAgent = { agent, paths, dataplane: undefined, expectedExit: false };
+    this.#agents.set(sandboxId, live);
+    this.#failed.delete(sandboxId);
+    void agent.exited.then((exit) => this.#agentEnded(sandboxId, live, exit));
+    const deadline = Date.now() + this.#settings.startTimeoutMs;
+    try {
+      const url = await beforeDeadline(agent.listening, deadline, 'agent start');
+      await waitUntilHealthy(url, sandboxId, deadline, () => !agent.alive || this.#closing !== undefined);
+      if (this.#closing !== undefined) throw new Error('the provider shut down while the agent started');
+      live.dataplane = dataplaneOf(url);
+      return live.dataplane;
+    } catch (err) {
+      await this.#end(sandboxId, paths);
+      this.#failed.add(sandboxId);
+      throw providerUnavailable(
+        `sandbox ${sandboxId} did not start`,
+        new Error(agent.describeFailure(), { cause: err }),
+      );
+    }
+  }
+
+  /** Ends the sandbox's agent (if any) and every process still working in its workspace. */
+  async #end(sandboxId: string, paths: SandboxPaths): Promise<void> {
+    const live = this.#agents.get(sandboxId);
+    if (live !== undefined) {
+      live.expectedExit = true;
+      await live.agent.terminate(this.#settings.stopGraceMs);
+      if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
+    }
+    this.#failed.delete(sandboxId);
+    await killProcessesWorkingIn(paths.workspace);
+  }
+
+  #agentEnded(sandboxId: string, live: LiveAgent, exit: AgentExit): void {
+    if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
+    // Ends the provider asked for, and failed starts (reported by the start itself), are no crash.
+    if (live.expectedExit || live.dataplane === undefined) return;
+    this.#failed.add(sandboxId);
+    this.#settings.logger.warn(
+      { sandbox_id: sandboxId, code: exit.code, signal: exit.signal },
+      'sandbox agent exited',
+    );
+    killProcessesWorkingIn(live.paths.workspace).catch((err: unknown) =>
+      this.#settings.logger.warn(
+        { sandbox_id: sandboxId, err },
+        'could not sweep the workspace of a crashed agent',
+      ),
+    );
+    this.#settings.onAgentExit?.(sandboxId, exit.code, exit.signal);
+  }
+}

@@ -1,0 +1,71 @@
+import { mkdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '@sbx/service-kit';
+import { prepareAgentBundle } from './agent-bundle.js';
+import type { AgentCommand } from './agent-process.js';
+import { resolveIsolation, type IsolationOption, type LocalIsolation } from './isolation.js';
+import { providerUnavailable, type AgentExitListener } from './provider.js';
+
+export interface LocalProviderOptions {
+  /** Workspaces, keys and the agent bundle live here; hidden from user processes under bubblewrap. */
+  readonly dataDir: string;
+  readonly logger: Logger;
+  /** `auto` (default): bubblewrap when it works here; `bubblewrap`: refuse to start without it. */
+  readonly isolation?: IsolationOption;
+  readonly bwrapPath?: string;
+  /** Default: this repository's agent, bundled once into `<dataDir>/agent-bundle`. */
+  readonly agentCommand?: AgentCommand;
+  /** More host paths to hide from user processes (configuration, other secrets). */
+  readonly hiddenPaths?: readonly string[];
+  /** Until the agent announces its port and passes `/healthz` (default 15 s). */
+  readonly startTimeoutMs?: number;
+  /** Between SIGTERM and SIGKILL when stopping an agent (default 5 s). */
+  readonly stopGraceMs?: number;
+  readonly agentLogLevel?: string;
+  /** An agent that was running ended without being asked to (crash, OOM kill). */
+  readonly onAgentExit?: AgentExitListener;
+}
+
+/** The options with every default applied and every probe done. */
+export interface LocalSettings {
+  /** Symlink-free: bubblewrap mounts and the /proc sweep compare real paths. */
+  readonly dataDir: string;
+  readonly logger: Logger;
+  readonly isolation: LocalIsolation;
+  readonly bwrapPath: string;
+  readonly command: AgentCommand;
+  readonly hiddenPaths: readonly string[];
+  readonly startTimeoutMs: number;
+  readonly stopGraceMs: number;
+  readonly agentLogLevel: string;
+  readonly onAgentExit: AgentExitListener | undefined;
+}
+
+export async function resolveLocalSettings(options: LocalProviderOptions): Promise<LocalSettings> {
+  const extraHidden = (options.hiddenPaths ?? []).map((p) => path.resolve(p));
+  // The agent takes hidden paths as one colon-separated variable.
+  if ([options.dataDir, ...extraHidden].some((p) => p.includes(':')))
+    throw providerUnavailable('the data directory and hidden paths must not contain ":"');
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const dataDir = await realpath(options.dataDir);
+  const bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
+  const resolved = await resolveIsolation(options.isolation ?? 'auto', bwrapPath);
+  if (resolved.fallbackReason !== undefined)
+    options.logger.warn(
+      { reason: resolved.fallbackReason },
+      'bubblewrap is unusable here: user processes run unconfined',
+    );
+  return {
+    dataDir,
+    logger: options.logger,
+    isolation: resolved.isolation,
+    bwrapPath,
+    command: options.agentCommand ?? (await prepareAgentBundle(dataDir)),
+    // The real path only: a symlink to it leads into the hidden tmpfs anyway.
+    hiddenPaths: [...new Set([dataDir, ...extraHidden])],
+    startTimeoutMs: options.startTimeoutMs ?? 15_000,
+    stopGraceMs: options.stopGraceMs ?? 5000,
+    agentLogLevel: options.agentLogLevel ?? 'info',
+    onAgentExit: options.onAgentExit,
+  };
+}

@@ -1,0 +1,82 @@
+import { SbxError } from '@sbx/protocol';
+import type { SigningKey } from '@sbx/tokens';
+
+/** What a provider needs to bring one sandbox up. */
+export interface SandboxSpec {
+  readonly sandboxId: string;
+  readonly tenantId: string;
+  /** The sandbox's own key: the agent verifies capability tokens with it, offline. */
+  readonly signingKey: SigningKey;
+  /** The `iss` the agent accepts. */
+  readonly tokenIssuer: string;
+  /** 'off' when the tenant's environment is internal-only: user processes see no network. */
+  readonly network: 'on' | 'off';
+}
+
+/** Where clients reach the sandbox's agent. */
+export interface Dataplane {
+  /** e.g. `http://127.0.0.1:41234`, no trailing slash. */
+  readonly httpBaseUrl: string;
+  /** Same origin as `httpBaseUrl` with the ws scheme. */
+  readonly wsBaseUrl: string;
+}
+
+export type ProviderSandboxStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'missing';
+
+/**
+ * One interface for every place sandboxes run (local processes today; containers and
+ * pods later). Every method fails with `SbxError`: `PROVIDER_UNAVAILABLE` (cause kept)
+ * when the backend cannot do it, `SANDBOX_NOT_FOUND` for an unknown sandbox where one
+ * is needed, `CONFLICT` when `create` names a sandbox that already exists.
+ */
+export interface SandboxProvider {
+  /** e.g. 'local'; stored next to the sandbox. */
+  readonly name: string;
+  /** What confines user processes; 'none' means they run as the broker's user. */
+  readonly isolation: 'bubblewrap' | 'container' | 'none';
+  /** Resolves once the agent answers its health check; a sandbox that never does is removed. */
+  create(spec: SandboxSpec): Promise<{ providerRef: string; dataplane: Dataplane }>;
+  /** Resumes a stopped (or failed) sandbox with its workspace; a running one answers as is. */
+  start(sandboxId: string): Promise<Dataplane>;
+  /** Suspends: the agent and its processes end, the workspace stays. */
+  stop(sandboxId: string): Promise<void>;
+  /** Ends the agent and deletes the workspace; a sandbox that is already gone is fine. */
+  destroy(sandboxId: string): Promise<void>;
+  status(sandboxId: string): Promise<ProviderSandboxStatus>;
+  /** Broker shutdown: ends every agent this provider started; later calls are refused. */
+  close(): Promise<void>;
+}
+
+/** Called when a sandbox's agent ends without being asked to, so the broker can mark it failed. */
+export type AgentExitListener = (
+  sandboxId: string,
+  code: number | null,
+  signal: NodeJS.Signals | null,
+) => void;
+
+export function providerUnavailable(message: string, cause?: unknown): SbxError {
+  return new SbxError('PROVIDER_UNAVAILABLE', message, cause === undefined ? {} : { cause });
+}
+
+export function sandboxNotFound(sandboxId: string): SbxError {
+  return new SbxError('SANDBOX_NOT_FOUND', `sandbox ${sandboxId} does not exist`, {
+    details: { sandbox_id: sandboxId },
+  });
+}
+
+export function sandboxExists(sandboxId: string): SbxError {
+  return new SbxError('CONFLICT', `sandbox ${sandboxId} already exists`, {
+    details: { sandbox_id: sandboxId },
+  });
+}
+
+/** Same shape the agent accepts for SANDBOX_ID; also keeps ids safe as directory names. */
+const SANDBOX_ID = /^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,199}$/;
+
+export function assertSandboxId(sandboxId: string): void {
+  if (!SANDBOX_ID.test(sandboxId))
+    throw new SbxError(
+      'BAD_REQUEST',
+      'sandbox id must be 1-200 letters, digits, _ . : - (not starting with .)',
+    );
+}

@@ -1,0 +1,78 @@
+import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import type { SigningKey } from '@sbx/tokens';
+
+/**
+ * Where a local sandbox lives on disk:
+ *   <dataDir>/workspaces/<id>          the workspace (kept by stop, removed by destroy)
+ *   <dataDir>/sandboxes/<id>/agent.key the signing key the agent reads (0600, directory 0700)
+ *   <dataDir>/sandboxes/<id>/sandbox.json what `start` needs to resume after a broker restart
+ */
+export interface SandboxPaths {
+  readonly workspace: string;
+  readonly stateDir: string;
+  readonly keyFile: string;
+  readonly recordFile: string;
+}
+
+/** What is remembered about a sandbox between agent runs (no key material). */
+const SandboxRecord = z.object({
+  sandboxId: z.string(),
+  tenantId: z.string(),
+  tokenIssuer: z.string(),
+  network: z.enum(['on', 'off']),
+});
+export type SandboxRecord = z.infer<typeof SandboxRecord>;
+
+export function sandboxPaths(dataDir: string, sandboxId: string): SandboxPaths {
+  const stateDir = path.join(dataDir, 'sandboxes', sandboxId);
+  return {
+    workspace: path.join(dataDir, 'workspaces', sandboxId),
+    stateDir,
+    keyFile: path.join(stateDir, 'agent.key'),
+    recordFile: path.join(stateDir, 'sandbox.json'),
+  };
+}
+
+async function privateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  // mkdir's mode does not apply to a directory that already existed.
+  await chmod(dir, 0o700);
+}
+
+/** Creates the key file, the record and the workspace; fails if the sandbox's state dir exists. */
+export async function writeSandboxFiles(
+  paths: SandboxPaths,
+  record: SandboxRecord,
+  key: SigningKey,
+): Promise<void> {
+  await privateDir(path.dirname(paths.stateDir));
+  await privateDir(path.dirname(paths.workspace));
+  await mkdir(paths.stateDir, { mode: 0o700 });
+  await writeFile(paths.keyFile, key.toBase64url(), { mode: 0o600, flag: 'wx' });
+  await writeFile(paths.recordFile, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+  await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
+}
+
+/** The record of a sandbox created earlier, or undefined when there is none. */
+export async function readSandboxRecord(paths: SandboxPaths): Promise<SandboxRecord | undefined> {
+  const text = await readFile(paths.recordFile, 'utf8').catch((err: unknown) => {
+    // Not `instanceof Error`: errors from node's fs may come from another realm (vm contexts, jest).
+    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  return text === undefined ? undefined : SandboxRecord.parse(JSON.parse(text));
+}
+
+export async function sandboxFilesExist(paths: SandboxPaths): Promise<boolean> {
+  const found = await Promise.all(
+    [paths.stateDir, paths.workspace].map((p) => stat(p).catch(() => undefined)),
+  );
+  return found.some((entry) => entry !== undefined);
+}
+
+export async function removeSandboxFiles(paths: SandboxPaths): Promise<void> {
+  await rm(paths.workspace, { recursive: true, force: true });
+  await rm(paths.stateDir, { recursive: true, force: true });
+}

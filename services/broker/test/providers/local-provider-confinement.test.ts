@@ -1,0 +1,85 @@
+// What a user process inside a bubblewrap sandbox can (not) see, asked through the agent's exec routes.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Dataplane, SandboxSpec } from '../../src/providers/provider.js';
+import { contractSpec } from './provider-contract.js';
+import { processesWorkingIn, startLocalKit, tokenFor, type LocalKit } from './local-provider-kit.js';
+
+interface ExecResult {
+  readonly exit_code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+async function call(
+  dataplane: Dataplane,
+  spec: SandboxSpec,
+  route: string,
+  body: unknown,
+): Promise<Response> {
+  return fetch(`${dataplane.httpBaseUrl}${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokenFor(spec, ['process'])}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+async function exec(dataplane: Dataplane, spec: SandboxSpec, cmd: string): Promise<ExecResult> {
+  const response = await call(dataplane, spec, '/v1/exec', { cmd });
+  expect(response.status).toBe(200);
+  return (await response.json()) as ExecResult;
+}
+
+let kit: LocalKit;
+let dataplane: Dataplane;
+const spec = contractSpec({ network: 'off' });
+
+beforeAll(async () => {
+  kit = await startLocalKit({ isolation: 'bubblewrap' });
+  ({ dataplane } = await kit.provider.create(spec));
+});
+
+afterAll(async () => {
+  await kit.dispose();
+});
+
+describe('local provider: user processes under bubblewrap', () => {
+  it('cannot read the key file nor see the data directory, but can write the workspace', async () => {
+    const keyFile = path.join(kit.dataDir, 'sandboxes', spec.sandboxId, 'agent.key');
+    const cat = await exec(dataplane, spec, `cat ${keyFile}`);
+    expect(cat.exit_code).not.toBe(0);
+    expect(cat.stdout).not.toContain(spec.signingKey.toBase64url());
+
+    const listing = await exec(dataplane, spec, `ls -A ${kit.dataDir}`);
+    expect(listing.stdout.split('\n').filter((line) => line !== '')).toEqual(['workspaces']);
+
+    const workspace = path.join(kit.dataDir, 'workspaces', spec.sandboxId);
+    const written = await exec(
+      dataplane,
+      spec,
+      `echo hello > ${workspace}/from-inside && cat ${workspace}/from-inside`,
+    );
+    expect(written.stdout).toBe('hello\n');
+  });
+
+  it('has no network but its own loopback when the spec says network off', async () => {
+    const interfaces = await exec(dataplane, spec, 'cat /proc/net/dev');
+    const names = interfaces.stdout
+      .split('\n')
+      .slice(2)
+      .map((line) => line.split(':')[0]?.trim())
+      .filter((name) => name !== undefined && name !== '');
+    expect(names).toEqual(['lo']);
+  });
+
+  it('is ended by destroy', async () => {
+    const other = contractSpec();
+    const created = await kit.provider.create(other);
+    const started = await call(created.dataplane, other, '/v1/processes', { argv: ['sleep', '300'] });
+    expect(started.status).toBe(201);
+    const workspace = path.join(kit.dataDir, 'workspaces', other.sandboxId);
+    expect(processesWorkingIn(workspace).length).toBeGreaterThan(0);
+    await kit.provider.destroy(other.sandboxId);
+    expect(processesWorkingIn(workspace)).toEqual([]);
+  });
+});

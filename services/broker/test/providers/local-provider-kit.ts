@@ -1,0 +1,107 @@
+// A local provider on a fresh temporary data directory, with its log captured, and
+// /proc helpers to see which processes belong to a sandbox.
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { createLogger } from '@sbx/service-kit';
+import { mintCapabilityToken, type SigningKey } from '@sbx/tokens';
+import { LocalProvider, type LocalProviderOptions } from '../../src/providers/local-provider.js';
+import type { SandboxSpec } from '../../src/providers/provider.js';
+
+export interface LocalKit {
+  readonly dataDir: string;
+  readonly provider: LocalProvider;
+  /** Every line the broker logged, debug included. */
+  readonly logs: string[];
+  dispose(): Promise<void>;
+}
+
+export function newDataDir(): string {
+  return realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-provider-')));
+}
+
+export function captureLogger(logs: string[]): LocalProviderOptions['logger'] {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logs.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  return createLogger({ service: 'broker-test', level: 'debug', destination: sink });
+}
+
+export async function startLocalKit(options: Partial<LocalProviderOptions> = {}): Promise<LocalKit> {
+  const dataDir = options.dataDir ?? newDataDir();
+  const logs: string[] = [];
+  const provider = await LocalProvider.open({ logger: captureLogger(logs), ...options, dataDir });
+  return {
+    dataDir,
+    provider,
+    logs,
+    async dispose() {
+      await provider.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function tokenFor(
+  spec: SandboxSpec,
+  scopes: string[] = ['fs:ro'],
+  key: SigningKey = spec.signingKey,
+): string {
+  return mintCapabilityToken({
+    key,
+    issuer: spec.tokenIssuer,
+    subject: 'user_test',
+    sandboxId: spec.sandboxId,
+    scopes,
+    ttlSeconds: 300,
+  }).token;
+}
+
+function procPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
+function readOrEmpty(read: () => string): string {
+  try {
+    return read();
+  } catch {
+    return '';
+  }
+}
+
+export function environOf(pid: number): string[] {
+  return readOrEmpty(() => readFileSync(`/proc/${pid}/environ`, 'utf8')).split('\0');
+}
+
+export function cmdlineOf(pid: number): string {
+  return readOrEmpty(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8')).replaceAll('\0', ' ');
+}
+
+/** Live agent processes of a sandbox: the agent is the process whose environment names it. */
+export function agentPidsOf(sandboxId: string): number[] {
+  return procPids().filter((pid) => isAlive(pid) && environOf(pid).includes(`SANDBOX_ID=${sandboxId}`));
+}
+
+export function processesWorkingIn(dir: string): number[] {
+  return procPids().filter((pid) => {
+    const cwd = readOrEmpty(() => readlinkSync(`/proc/${pid}/cwd`));
+    return isAlive(pid) && (cwd === dir || cwd.startsWith(`${dir}/`));
+  });
+}
+
+/** Alive and not a zombie waiting to be reaped. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const state = readOrEmpty(() => readFileSync(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.[0];
+  return state !== undefined && state !== 'Z';
+}
