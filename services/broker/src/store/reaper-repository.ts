@@ -1,0 +1,164 @@
+// The lifecycle's queries: which sandboxes a timer has run out on, and state
+// changes that are conditional, atomic and audited. A change is an optimistic
+// update (`WHERE id AND state AND <still due>`), so two reapers, or a reaper
+// racing a heartbeat, can never both apply it; the audit row and the release
+// of a final sandbox's bindings commit in the same transaction.
+import type { NewAuditEvent } from './audit-repository.js';
+import type { Prisma, PrismaClient, SandboxState } from './generated/client.js';
+import { guard } from './db-errors.js';
+import { FINAL_STATES, type SandboxRecord } from './sandbox-repository.js';
+
+/** Conditions a sandbox must meet to be due; all given ones must hold. */
+export interface DueFilter {
+  readonly states: readonly SandboxState[];
+  /** `hardExpiresAt` before this time. */
+  readonly hardExpiredBefore?: Date;
+  /** `hardExpiresAt` at or after this time (keeps hard-TTL cases out of other passes). */
+  readonly hardExpiresFrom?: Date;
+  /** `leaseExpiresAt` before this time. */
+  readonly leaseExpiredBefore?: Date;
+  /** Neither created nor heard from (heartbeat) since this time. */
+  readonly silentSince?: Date;
+  /** Entered `failed` before this time. */
+  readonly failedBefore?: Date;
+}
+
+export type DueSandbox = Pick<
+  SandboxRecord,
+  'id' | 'state' | 'tenantId' | 'ownerId' | 'scopeType' | 'scopeId' | 'provider'
+>;
+
+export interface StateChange {
+  readonly sandboxId: string;
+  readonly to: SandboxState;
+  /** Evaluated on the row in the same statement that changes it. */
+  readonly due: DueFilter;
+  readonly at: Date;
+  readonly failureReason?: string;
+  /** The audit row to write with the change, given the state it left. */
+  readonly audit: (from: SandboxState, sandbox: DueSandbox, releasedBindings: number) => NewAuditEvent;
+}
+
+export type StateChangeResult =
+  | { readonly applied: true; readonly from: SandboxState; readonly releasedBindings: number }
+  /** `state` is the sandbox's state now, null when it does not exist. */
+  | { readonly applied: false; readonly state: SandboxState | null };
+
+// A background job can wait out a burst of negotiations holding the connections
+// (pg) or the single session (PGlite).
+const TX_OPTIONS = { maxWait: 10_000, timeout: 10_000 } as const;
+
+const DUE_FIELDS = {
+  id: true,
+  state: true,
+  tenantId: true,
+  ownerId: true,
+  scopeType: true,
+  scopeId: true,
+  provider: true,
+} as const;
+
+const STAMP: Readonly<Record<SandboxState, keyof Prisma.SandboxUpdateManyMutationInput | undefined>> = {
+  provisioning: undefined,
+  active: 'activeAt',
+  idle: 'idleAt',
+  suspended: 'suspendedAt',
+  terminated: 'terminatedAt',
+  failed: 'failedAt',
+};
+
+function dueWhere(filter: DueFilter): Prisma.SandboxWhereInput {
+  const hard =
+    filter.hardExpiredBefore === undefined && filter.hardExpiresFrom === undefined
+      ? {}
+      : { hardExpiresAt: { lt: filter.hardExpiredBefore, gte: filter.hardExpiresFrom } };
+  return {
+    state: { in: [...filter.states] },
+    ...hard,
+    ...(filter.leaseExpiredBefore === undefined ? {} : { leaseExpiresAt: { lt: filter.leaseExpiredBefore } }),
+    ...(filter.silentSince === undefined
+      ? {}
+      : { createdAt: { lt: filter.silentSince }, lastHeartbeatAt: { lt: filter.silentSince } }),
+    ...(filter.failedBefore === undefined ? {} : { failedAt: { lt: filter.failedBefore } }),
+  };
+}
+
+function auditData(event: NewAuditEvent): Prisma.AuditEventCreateInput {
+  const { detail, scopes, ...rest } = event;
+  return {
+    ...rest,
+    scopes: scopes === undefined ? [] : [...scopes],
+    ...(detail === undefined || detail === null ? {} : { detail }),
+  };
+}
+
+export class ReaperRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  /** Due sandboxes, oldest first, at most `limit`. */
+  listDue(filter: DueFilter, limit: number): Promise<DueSandbox[]> {
+    return guard('list due sandboxes', () =>
+      this.prisma.sandbox.findMany({
+        where: dueWhere(filter),
+        select: DUE_FIELDS,
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        take: limit,
+      }),
+    );
+  }
+
+  async isDue(sandboxId: string, filter: DueFilter): Promise<boolean> {
+    const count = await guard('check due sandbox', () =>
+      this.prisma.sandbox.count({ where: { AND: [{ id: sandboxId }, dueWhere(filter)] } }),
+    );
+    return count === 1;
+  }
+
+  /**
+   * Applies the change only while the sandbox is still due; a final state
+   * also frees its scope and releases its bindings. Writes the audit row in
+   * the same transaction.
+   */
+  applyStateChange(change: StateChange): Promise<StateChangeResult> {
+    return guard('change sandbox state', () =>
+      this.prisma.$transaction(async (tx): Promise<StateChangeResult> => {
+        const current = await tx.sandbox.findUnique({ where: { id: change.sandboxId }, select: DUE_FIELDS });
+        if (current === null) return { applied: false, state: null };
+        const final = FINAL_STATES.includes(change.to);
+        const stamp = STAMP[change.to];
+        const { count } = await tx.sandbox.updateMany({
+          where: { AND: [{ id: change.sandboxId, state: current.state }, dueWhere(change.due)] },
+          data: {
+            state: change.to,
+            ...(stamp === undefined ? {} : { [stamp]: change.at }),
+            ...(final ? { live: null } : {}),
+            ...(change.failureReason === undefined ? {} : { failureReason: change.failureReason }),
+          },
+        });
+        if (count === 0) return { applied: false, state: current.state };
+        const released = final
+          ? await tx.sessionBinding.updateMany({
+              where: { sandboxId: change.sandboxId, live: true },
+              data: { live: null, releasedAt: change.at },
+            })
+          : { count: 0 };
+        await tx.auditEvent.create({ data: auditData(change.audit(current.state, current, released.count)) });
+        return { applied: true, from: current.state, releasedBindings: released.count };
+      }, TX_OPTIONS),
+    );
+  }
+
+  /**
+   * Releases live bindings left on sandboxes that no longer serve their scope
+   * (a binding created while its sandbox was being terminated); returns how many.
+   */
+  async releaseOrphanedBindings(at: Date): Promise<number> {
+    const { count } = await guard('release orphaned bindings', () =>
+      this.prisma.sessionBinding.updateMany({
+        where: { live: true, sandbox: { live: null } },
+        data: { live: null, releasedAt: at },
+      }),
+    );
+    return count;
+  }
+}
