@@ -40,6 +40,17 @@ export const NoPathParams = z.strictObject({});
 
 const AUTH_ERRORS = ['UNAUTHENTICATED', 'FORBIDDEN'] as const satisfies readonly ErrorCode[];
 
+/** Negotiation with an Idempotency-Key: reused with another body (422), or the first still running (409). */
+const IDEMPOTENCY_ERRORS = ['IDEMPOTENCY_KEY_REUSED', 'CONFLICT'] as const satisfies readonly ErrorCode[];
+
+/** What minting a token for an existing binding may run into (its sandbox resuming, policies changed). */
+const TOKEN_ERRORS = [
+  'CAPABILITY_DENIED',
+  'SANDBOX_STARTING',
+  'RATE_LIMITED',
+  'PROVIDER_UNAVAILABLE',
+] as const satisfies readonly ErrorCode[];
+
 export const ROUTES = {
   negotiateSession: {
     method: 'POST',
@@ -56,7 +67,7 @@ export const ROUTES = {
       'BINDING_NOT_FOUND',
       'SESSION_CONFLICT',
       'BINDING_CONFLICT',
-      'IDEMPOTENCY_KEY_REUSED',
+      ...IDEMPOTENCY_ERRORS,
       'SANDBOX_STARTING',
       'RATE_LIMITED',
       'PROVIDER_UNAVAILABLE',
@@ -69,7 +80,14 @@ export const ROUTES = {
     summary: 'Inspect a binding (no credentials)',
     params: SessionPathParams,
     response: GetBindingResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND'],
+    errors: [
+      'BAD_REQUEST',
+      ...AUTH_ERRORS,
+      'SESSION_NOT_FOUND',
+      'SESSION_EXPIRED',
+      'SANDBOX_STARTING',
+      'RATE_LIMITED',
+    ],
   },
   refreshSession: {
     method: 'POST',
@@ -78,7 +96,7 @@ export const ROUTES = {
     params: SessionPathParams,
     body: EmptyBody,
     response: RefreshTokenResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED'],
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED', ...TOKEN_ERRORS],
   },
   refreshToken: {
     method: 'POST',
@@ -87,7 +105,7 @@ export const ROUTES = {
     params: SessionPathParams,
     body: EmptyBody,
     response: RefreshTokenResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED'],
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED', ...TOKEN_ERRORS],
   },
   heartbeatSession: {
     method: 'POST',
@@ -96,14 +114,14 @@ export const ROUTES = {
     params: SessionPathParams,
     body: EmptyBody,
     response: HeartbeatResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED'],
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED', 'RATE_LIMITED'],
   },
   releaseSession: {
     method: 'DELETE',
     path: '/v1/sandbox/sessions/{session_id}',
-    summary: 'Release the binding',
+    summary: 'Release the binding; the last binding of a sandbox destroys it',
     params: SessionPathParams,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND'],
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND', 'RATE_LIMITED'],
   },
   threadSandbox: {
     method: 'POST',
@@ -117,6 +135,7 @@ export const ROUTES = {
       ...AUTH_ERRORS,
       'CAPABILITY_DENIED',
       'BINDING_CONFLICT',
+      ...IDEMPOTENCY_ERRORS,
       'SANDBOX_STARTING',
       'RATE_LIMITED',
       'PROVIDER_UNAVAILABLE',
@@ -129,7 +148,14 @@ export const ROUTES = {
     params: ThreadPathParams,
     body: ThreadRefreshRequest,
     response: ThreadRefreshResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED'],
+    errors: [
+      'BAD_REQUEST',
+      ...AUTH_ERRORS,
+      'BINDING_NOT_FOUND',
+      'BINDING_CONFLICT',
+      'SESSION_EXPIRED',
+      ...TOKEN_ERRORS,
+    ],
   },
   threadHeartbeat: {
     method: 'POST',
@@ -138,14 +164,21 @@ export const ROUTES = {
     params: ThreadPathParams,
     body: ThreadHeartbeatRequest,
     response: ThreadHeartbeatResponse,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'BINDING_CONFLICT'],
+    errors: [
+      'BAD_REQUEST',
+      ...AUTH_ERRORS,
+      'BINDING_NOT_FOUND',
+      'BINDING_CONFLICT',
+      'SESSION_EXPIRED',
+      'RATE_LIMITED',
+    ],
   },
   threadRelease: {
     method: 'DELETE',
     path: '/threads/{thread_id}/sandbox',
-    summary: "Release (destroy) the thread's sandbox",
+    summary: "Release the caller's binding on the thread; the last binding destroys the sandbox",
     params: ThreadPathParams,
-    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND'],
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'RATE_LIMITED'],
   },
 } as const satisfies Record<string, RouteSpec>;
 export type RouteName = keyof typeof ROUTES;

@@ -3,18 +3,22 @@
 import type { PrismaClient } from './generated/client.js';
 import { ApiKeyRepository } from './api-key-repository.js';
 import { AuditRepository } from './audit-repository.js';
+import { IdempotencyRepository } from './idempotency-repository.js';
 import { PolicyRepository } from './policy-repository.js';
 import { SandboxRepository } from './sandbox-repository.js';
 import { SessionBindingRepository } from './session-binding-repository.js';
+import { SessionTransactions } from './session-transactions.js';
 import { TokenIssuanceRepository } from './token-issuance-repository.js';
 
 export * from './api-key-repository.js';
 export * from './audit-repository.js';
 export * from './database.js';
 export * from './db-errors.js';
+export * from './idempotency-repository.js';
 export * from './policy-repository.js';
 export * from './sandbox-repository.js';
 export * from './session-binding-repository.js';
+export * from './session-transactions.js';
 export * from './token-issuance-repository.js';
 export { applyMigrations, diffSql, MIGRATIONS_DIR, SCHEMA_PATH, type DiffSource } from './schema-engine.js';
 
@@ -25,6 +29,8 @@ export interface Repositories {
   readonly audit: AuditRepository;
   readonly policies: PolicyRepository;
   readonly apiKeys: ApiKeyRepository;
+  readonly sessionTransactions: SessionTransactions;
+  readonly idempotency: IdempotencyRepository;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -35,5 +41,7 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     audit: new AuditRepository(prisma),
     policies: new PolicyRepository(prisma),
     apiKeys: new ApiKeyRepository(prisma),
+    sessionTransactions: new SessionTransactions(prisma),
+    idempotency: new IdempotencyRepository(prisma),
   };
 }

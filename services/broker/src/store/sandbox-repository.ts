@@ -1,7 +1,8 @@
-// Sandboxes: one live sandbox per (tenant, scope), enforced by the unique index
-// `sandbox_one_live_per_scope` over (tenant_id, scope_type, scope_id, live) —
-// `live` is true while the sandbox serves its scope and NULL afterwards, and
-// NULLs never collide.
+// Sandboxes: one live sandbox per (tenant, owner, scope), enforced by the unique
+// index `sandbox_one_live_per_scope` over (tenant_id, owner_id, scope_type,
+// scope_id, live) — `live` is true while the sandbox serves its scope and NULL
+// afterwards, and NULLs never collide. Scope ids are namespaced per owner, so an
+// owner can neither see nor squat another owner's thread.
 import { SbxError } from '@sbx/protocol';
 import type {
   NetworkEnvironment,
@@ -72,6 +73,14 @@ export interface TransitionOptions {
   readonly leaseExpiresAt?: Date;
 }
 
+/** The scope a sandbox serves, as its owner names it. */
+export interface OwnedScope {
+  readonly tenantId: string;
+  readonly ownerId: string;
+  readonly scopeType: ScopeType;
+  readonly scopeId: string;
+}
+
 export interface ListLiveOptions {
   readonly tenantId?: string;
   readonly ownerId?: string;
@@ -128,11 +137,17 @@ export class SandboxRepository {
     );
   }
 
-  /** The sandbox currently serving a scope, if any. */
-  findLiveByScope(tenantId: string, scopeType: ScopeType, scopeId: string): Promise<SandboxRecord | null> {
+  /** The sandbox currently serving an owner's scope, if any. */
+  findLiveByScope(scope: OwnedScope): Promise<SandboxRecord | null> {
+    const { tenantId, ownerId, scopeType, scopeId } = scope; // not `...scope`: callers pass whole records
     return guard('find sandbox', () =>
-      this.prisma.sandbox.findFirst({ where: { tenantId, scopeType, scopeId, live: true } }),
+      this.prisma.sandbox.findFirst({ where: { tenantId, ownerId, scopeType, scopeId, live: true } }),
     );
+  }
+
+  /** How many live sandboxes a tenant has (its quota counts these). */
+  countLive(tenantId: string): Promise<number> {
+    return guard('count sandboxes', () => this.prisma.sandbox.count({ where: { tenantId, live: true } }));
   }
 
   /**

@@ -1,7 +1,7 @@
 // Session bindings: which actor holds a scope's sandbox. The database, not the
-// caller, guarantees one live binding per (tenant, scope, actor): the unique
-// index `binding_one_live_per_scope_actor` includes `live`, which is true while
-// held and NULL once released, so concurrent creates race safely.
+// caller, guarantees one live binding per (tenant, owner, scope, actor): the
+// unique index `binding_one_live_per_scope_actor` includes `live`, which is true
+// while held and NULL once released, so concurrent creates race safely.
 import { SbxError } from '@sbx/protocol';
 import type { ActorType, PrismaClient, ScopeType, SessionBinding } from './generated/client.js';
 import { guard } from './db-errors.js';
@@ -25,6 +25,7 @@ export interface NewSessionBinding {
 
 export interface BindingKey {
   readonly tenantId: string;
+  readonly ownerId: string;
   readonly scopeType: ScopeType;
   readonly scopeId: string;
   readonly actorType: ActorType;
@@ -79,14 +80,30 @@ export class SessionBindingRepository {
     );
   }
 
+  /** The binding, whoever owns it: callers check ownership (assertOwns), so admins see every tenant. */
+  findByIdAnyOwner(id: string): Promise<SessionBindingRecord | null> {
+    return guard('find session binding', () => this.prisma.sessionBinding.findUnique({ where: { id } }));
+  }
+
   /** The live binding of an actor on a scope, if any. */
   findLive(key: BindingKey): Promise<SessionBindingRecord | null> {
-    const { tenantId, scopeType, scopeId, actorType, actorId } = key; // not `...key`: callers pass whole bindings
+    const { tenantId, ownerId, scopeType, scopeId, actorType, actorId } = key; // not `...key`: callers pass whole bindings
     return guard('find session binding', () =>
       this.prisma.sessionBinding.findFirst({
-        where: { tenantId, scopeType, scopeId, actorType, actorId, live: true },
+        where: { tenantId, ownerId, scopeType, scopeId, actorType, actorId, live: true },
       }),
     );
+  }
+
+  /** Replaces the capabilities granted to a live binding; false when it is released or unknown. */
+  async setCapabilities(id: string, capabilities: readonly string[]): Promise<boolean> {
+    const { count } = await guard('update session binding', () =>
+      this.prisma.sessionBinding.updateMany({
+        where: { id, live: true },
+        data: { capabilities: [...capabilities] },
+      }),
+    );
+    return count === 1;
   }
 
   /** Live bindings on a sandbox, oldest first. */

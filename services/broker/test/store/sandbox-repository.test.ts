@@ -33,10 +33,15 @@ describeEachBackend('SandboxRepository', (backend) => {
     expect(await repo().findById(uid('missing'), { tenantId: input.tenantId })).toBeNull();
   });
 
-  it('allows one live sandbox per scope, enforced by the database', async () => {
+  it('allows one live sandbox per owner and scope, enforced by the database', async () => {
     const first = newSandbox();
     await repo().create(first);
-    const scope = { tenantId: first.tenantId, scopeType: first.scopeType, scopeId: first.scopeId };
+    const scope = {
+      tenantId: first.tenantId,
+      ownerId: first.ownerId,
+      scopeType: first.scopeType,
+      scopeId: first.scopeId,
+    };
     const failure = await repo()
       .create(newSandbox(scope))
       .catch((err: unknown) => err);
@@ -47,22 +52,26 @@ describeEachBackend('SandboxRepository', (backend) => {
     });
     expect((failure as SbxError).cause).toBeDefined();
 
-    // Another tenant, or another scope of the same tenant, is free.
+    // Another tenant, another owner of the same tenant, or another scope is free.
     await repo().create(newSandbox({ scopeType: first.scopeType, scopeId: first.scopeId }));
-    await repo().create(
-      newSandbox({ tenantId: first.tenantId, scopeType: 'workspace', scopeId: first.scopeId }),
-    );
+    const otherOwner = newSandbox({ ...scope, ownerId: uid('owner') });
+    await repo().create(otherOwner);
+    expect((await repo().findLiveByScope(otherOwner))?.id).toBe(otherOwner.id);
+    await repo().create(newSandbox({ ...scope, scopeType: 'workspace' }));
 
     // Once the first one is terminated, the scope takes a new sandbox.
     await repo().transition(first.id, 'terminated');
     const second = await repo().create(newSandbox(scope));
-    expect((await repo().findLiveByScope(scope.tenantId, scope.scopeType, scope.scopeId))?.id).toBe(
-      second.id,
-    );
+    expect((await repo().findLiveByScope(scope))?.id).toBe(second.id);
   });
 
   it('lets exactly one of 20 concurrent creates for a scope win', async () => {
-    const scope = { tenantId: uid('tenant'), scopeType: 'thread' as const, scopeId: uid('thread') };
+    const scope = {
+      tenantId: uid('tenant'),
+      ownerId: uid('owner'),
+      scopeType: 'thread' as const,
+      scopeId: uid('thread'),
+    };
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, () => repo().create(newSandbox(scope))),
     );
@@ -118,7 +127,7 @@ describeEachBackend('SandboxRepository', (backend) => {
     const failed = await repo().transition(input.id, 'failed', { failureReason: 'image pull failed' });
     expect(failed).toMatchObject({ state: 'failed', failureReason: 'image pull failed', live: null });
     expect(failed.failedAt).toBeInstanceOf(Date);
-    expect(await repo().findLiveByScope(input.tenantId, input.scopeType, input.scopeId)).toBeNull();
+    expect(await repo().findLiveByScope(input)).toBeNull();
   });
 
   it('refuses a transition from a state that does not allow it', async () => {

@@ -1,0 +1,189 @@
+// `POST /v1/sandbox/sessions` (MVP and full) and `POST /threads/{id}/sandbox`:
+// resolve the actor and its grant, find or create the scope's sandbox, find or
+// create the actor's binding on it, and mint a token.
+//
+// Modes: `ensure` attaches to the scope's sandbox or creates it; `attach_only`
+// (MVP `get`) attaches only when the scope already has a sandbox (creating the
+// actor's binding if it has none, so a human can join the sandbox an agent
+// started) and is 404 otherwise; `create_only` is 409 when the scope already
+// has one.
+import { SbxError, type Actor, type CapabilityScope, type NegotiateRequest } from '@sbx/protocol';
+import type { OwnedScope, SessionBindingRecord, SandboxRecord } from '../../store/index.js';
+import type { AuditContext } from '../audit/audit-trail.js';
+import { requireNegotiationScope, resolveActor } from './actor-resolution.js';
+import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
+import type { Acquired } from './sandbox-lifecycle.js';
+import {
+  audited,
+  clientPolicy,
+  tenantPolicy,
+  type MutableAuditSubject,
+  type SessionCore,
+  type SessionWithToken,
+} from './session-core.js';
+import { conflict, notFound, sandboxStarting, type ErrorFamily } from './session-errors.js';
+import { newSessionId } from './session-ids.js';
+import { tokenLifetime, type EffectivePolicy } from './session-policy.js';
+
+export interface NegotiationOptions {
+  /** Requested token lifetime (thread routes' `ttl`); clamped by policy. */
+  readonly ttlSeconds?: number | undefined;
+}
+
+interface Wanted {
+  readonly scope: OwnedScope;
+  readonly actor: Actor;
+  readonly capabilities: readonly CapabilityScope[];
+  readonly clientId: string | null;
+  readonly policy: EffectivePolicy;
+  readonly family: ErrorFamily;
+}
+
+const MAX_ROUNDS = 4;
+
+export async function negotiate(
+  core: SessionCore,
+  context: AuditContext,
+  request: NegotiateRequest,
+  options: NegotiationOptions = {},
+): Promise<SessionWithToken> {
+  const subject: MutableAuditSubject = {
+    scope: request.scope,
+    detail: { mode: request.mode, mvp: request.mvp },
+  };
+  return audited(core, 'session.negotiate', context, subject, async () => {
+    const wanted = await prepare(core, context, request, subject);
+    const { sandbox, binding } = await acquire(core, context, wanted, request.mode);
+    subject.sessionId = binding.id;
+    subject.sandboxId = sandbox.id;
+    const ttl = tokenLifetime(
+      options.ttlSeconds,
+      core.settings.defaultTokenTtlSeconds,
+      wanted.policy.maxTokenTtlSeconds,
+    );
+    const token = await core.tokens.issue(context, sandbox, binding, wanted.capabilities, ttl);
+    subject.jti = token.jti;
+    return { binding, sandbox, policy: wanted.policy, isolation: core.provider.isolation, token };
+  });
+}
+
+async function prepare(
+  core: SessionCore,
+  context: AuditContext,
+  request: NegotiateRequest,
+  subject: MutableAuditSubject,
+): Promise<Wanted> {
+  const { principal } = context;
+  requireNegotiationScope(principal, request.mode);
+  const preference = request.provider_preference;
+  if (preference !== 'auto' && preference !== core.provider.name) {
+    throw new SbxError(
+      'BAD_REQUEST',
+      `provider "${preference}" is not available; this broker offers "${core.provider.name}"`,
+    );
+  }
+  const actor = resolveActor(principal, request.actor);
+  subject.actor = actor;
+  const policy = await tenantPolicy(core, principal.tenantId);
+  if (!policy.sandboxEnabled) throw new SbxError('FORBIDDEN', 'sandboxes are disabled for this tenant');
+  const client = await clientPolicy(core, principal);
+  const actorCeiling = core.settings.actorPolicy[actor.type];
+  const requested = request.requested_capabilities ?? actorCeiling;
+  const capabilities = grantCapabilities(requested, [
+    actorCeiling,
+    client.maxCapabilities,
+    callerCeiling(principal),
+  ]);
+  assertGranted(capabilities, requested);
+  subject.scopes = capabilities;
+  return {
+    scope: {
+      tenantId: principal.tenantId,
+      ownerId: principal.ownerId,
+      scopeType: request.scope.type,
+      scopeId: request.scope.id,
+    },
+    actor,
+    capabilities,
+    clientId: client.clientId ?? null,
+    policy,
+    family: request.mvp ? 'session' : 'binding',
+  };
+}
+
+async function acquire(
+  core: SessionCore,
+  context: AuditContext,
+  wanted: Wanted,
+  mode: NegotiateRequest['mode'],
+): Promise<Acquired> {
+  const { sandboxes } = core.repositories;
+  const { scope, family } = wanted;
+  const named = `${scope.scopeType} ${scope.scopeId}`;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const existing = await sandboxes.findLiveByScope(scope);
+    if (existing === null) {
+      if (mode === 'attach_only') throw notFound(family, `${named} has no sandbox session`);
+      await checkQuota(core, wanted.policy, scope.tenantId);
+      const created = await core.lifecycle.create(context, scope, creatorBinding(wanted), wanted.policy);
+      if (created !== null) return created;
+      continue; // another request created it first: attach to theirs
+    }
+    if (mode === 'create_only') throw conflict(family, `${named} already has a sandbox`);
+    const ready = await core.lifecycle.ready(context, existing, wanted.policy);
+    if (ready === null) continue;
+    const binding = await bind(core, ready, wanted);
+    if (binding !== null) return { sandbox: ready, binding };
+  }
+  // Sandboxes kept ending under us: rare enough that "try again" is the honest answer.
+  throw sandboxStarting();
+}
+
+function creatorBinding(wanted: Wanted) {
+  return {
+    id: newSessionId(),
+    ...wanted.scope,
+    actorType: wanted.actor.type,
+    actorId: wanted.actor.id,
+    clientId: wanted.clientId,
+    capabilities: wanted.capabilities,
+  };
+}
+
+/** The actor's live binding on `sandbox`, created if needed; null when the sandbox ended meanwhile. */
+async function bind(
+  core: SessionCore,
+  sandbox: SandboxRecord,
+  wanted: Wanted,
+): Promise<SessionBindingRecord | null> {
+  const { bindings, sessionTransactions } = core.repositories;
+  const key = { ...wanted.scope, actorType: wanted.actor.type, actorId: wanted.actor.id };
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const live = await bindings.findLive(key);
+    if (live !== null && live.sandboxId !== sandbox.id) {
+      await bindings.release(live.id); // held on a sandbox that no longer serves the scope
+      continue;
+    }
+    if (live !== null) {
+      if (!sameScopes(live.capabilities, wanted.capabilities)) {
+        await bindings.setCapabilities(live.id, wanted.capabilities);
+      }
+      return { ...live, capabilities: [...wanted.capabilities] };
+    }
+    try {
+      return await sessionTransactions.attachBinding({ ...creatorBinding(wanted), sandboxId: sandbox.id });
+    } catch (err) {
+      if (!(err instanceof SbxError && err.code === 'BINDING_CONFLICT')) throw err;
+      // A concurrent request of the same actor bound first: use theirs.
+    }
+  }
+  return null;
+}
+
+async function checkQuota(core: SessionCore, policy: EffectivePolicy, tenantId: string): Promise<void> {
+  // A soft limit: concurrent creations may overshoot it by a few, never by a lot.
+  const live = await core.repositories.sandboxes.countLive(tenantId);
+  if (live >= policy.maxSandboxes) {
+    throw new SbxError('FORBIDDEN', `this tenant already has ${live} live sandboxes, its limit`);
+  }
+}

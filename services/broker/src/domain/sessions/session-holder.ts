@@ -1,0 +1,156 @@
+// What a holder does with its session: inspect it, refresh its token, keep the
+// lease alive, release it. Releasing the last binding of a sandbox terminates
+// and destroys the sandbox; releasing one of several leaves it to the others.
+import { normalizeCapability, SbxError, type SandboxState } from '@sbx/protocol';
+import type { SandboxRecord, SessionBindingRecord } from '../../store/index.js';
+import type { AuditContext } from '../audit/audit-trail.js';
+import { requireHolderScope } from './actor-resolution.js';
+import { auditSandbox } from './sandbox-audit.js';
+import { locateBinding, locatorSubject, type BindingLocator } from './binding-locator.js';
+import { assertGranted, callerCeiling, grantCapabilities } from './capability-grant.js';
+import {
+  audited,
+  clientPolicy,
+  describeBinding,
+  tenantPolicy,
+  type MutableAuditSubject,
+  type SessionCore,
+  type SessionState,
+  type SessionWithToken,
+} from './session-core.js';
+import { sandboxStarting, sessionExpired } from './session-errors.js';
+import { leaseUntil, tokenLifetime } from './session-policy.js';
+import { proveTokenPossession } from './token-possession.js';
+
+export interface RefreshOptions {
+  readonly ttlSeconds?: number | undefined;
+  /** Thread refresh: the current token, which must verify for this binding's sandbox and session. */
+  readonly currentToken?: string | undefined;
+}
+
+export interface Heartbeat {
+  readonly sandboxId: string;
+  readonly leaseExpiresAt: Date;
+  readonly state: SandboxState;
+}
+
+/** The caller's live binding and its live sandbox; 404 for someone else's, 410 once ended. */
+async function liveSession(
+  core: SessionCore,
+  context: AuditContext,
+  locator: BindingLocator,
+  subject: MutableAuditSubject,
+): Promise<{ binding: SessionBindingRecord; sandbox: SandboxRecord }> {
+  requireHolderScope(context.principal);
+  const binding = await locateBinding(core.repositories.bindings, context.principal, locator);
+  describeBinding(subject, binding);
+  if (binding.live !== true) throw sessionExpired(binding.id);
+  const sandbox = await core.repositories.sandboxes.findById(binding.sandboxId, {
+    tenantId: binding.tenantId,
+  });
+  if (sandbox?.live !== true) throw sessionExpired(binding.id);
+  return { binding, sandbox };
+}
+
+export function getSession(
+  core: SessionCore,
+  context: AuditContext,
+  locator: BindingLocator,
+): Promise<SessionState> {
+  const subject: MutableAuditSubject = locatorSubject(locator);
+  return audited(core, 'session.get', context, subject, async () => {
+    const { binding, sandbox } = await liveSession(core, context, locator, subject);
+    // A sandbox still provisioning has no dataplane to show yet.
+    if (sandbox.httpBaseUrl === null || sandbox.wsBaseUrl === null) throw sandboxStartingOrGone(sandbox);
+    const policy = await tenantPolicy(core, binding.tenantId);
+    return { binding, sandbox, policy, isolation: core.provider.isolation };
+  });
+}
+
+export function refreshSession(
+  core: SessionCore,
+  context: AuditContext,
+  locator: BindingLocator,
+  options: RefreshOptions = {},
+): Promise<SessionWithToken> {
+  const subject: MutableAuditSubject = locatorSubject(locator);
+  return audited(core, 'session.refresh', context, subject, async () => {
+    const found = await liveSession(core, context, locator, subject);
+    const { binding } = found;
+    const proof =
+      options.currentToken === undefined
+        ? undefined
+        : proveTokenPossession(core, found.sandbox, binding, options.currentToken);
+    const policy = await tenantPolicy(core, binding.tenantId);
+    const sandbox = await core.lifecycle.ready(context, found.sandbox, policy);
+    if (sandbox === null) throw sessionExpired(binding.id);
+    // Policies and the caller's key may have changed since the binding was made.
+    const client = await clientPolicy(core, context.principal);
+    const held = binding.capabilities.flatMap((name) => normalizeCapability(name) ?? []);
+    const capabilities = grantCapabilities(held, [
+      core.settings.actorPolicy[binding.actorType],
+      client.maxCapabilities,
+      callerCeiling(context.principal),
+    ]);
+    assertGranted(capabilities, held);
+    subject.scopes = capabilities;
+    const requestedTtl = options.ttlSeconds ?? proof?.ttlSeconds;
+    const ttl = tokenLifetime(requestedTtl, core.settings.defaultTokenTtlSeconds, policy.maxTokenTtlSeconds);
+    const token = await core.tokens.issue(context, sandbox, binding, capabilities, ttl);
+    subject.jti = token.jti;
+    return { binding, sandbox, policy, isolation: core.provider.isolation, token };
+  });
+}
+
+export function heartbeatSession(
+  core: SessionCore,
+  context: AuditContext,
+  locator: BindingLocator,
+): Promise<Heartbeat> {
+  const subject: MutableAuditSubject = locatorSubject(locator);
+  return audited(core, 'session.heartbeat', context, subject, async () => {
+    const { binding, sandbox } = await liveSession(core, context, locator, subject);
+    const { sandboxes, bindings } = core.repositories;
+    const policy = await tenantPolicy(core, binding.tenantId);
+    const now = core.now();
+    // Activity again: idle is the reaper's "nobody is here" mark; reactivating it takes the sandbox lock.
+    const serving = sandbox.state === 'idle' ? await core.lifecycle.ready(context, sandbox, policy) : sandbox;
+    if (serving === null) throw sessionExpired(binding.id);
+    const state = serving.state;
+    const leaseExpiresAt = leaseUntil(now, policy.idleTimeoutSeconds, sandbox.hardExpiresAt);
+    if (!(await sandboxes.renewLease(sandbox.id, leaseExpiresAt, new Date(now))))
+      throw sessionExpired(binding.id);
+    await bindings.touch(binding.id, new Date(now));
+    subject.detail = { lease_expires_at: leaseExpiresAt.toISOString() };
+    return { sandboxId: sandbox.id, leaseExpiresAt, state };
+  });
+}
+
+/** Idempotent: releasing a released binding answers as the first release did. */
+export function releaseSession(
+  core: SessionCore,
+  context: AuditContext,
+  locator: BindingLocator,
+): Promise<void> {
+  const subject: MutableAuditSubject = locatorSubject(locator);
+  return audited(core, 'session.release', context, subject, async () => {
+    requireHolderScope(context.principal);
+    const binding = await locateBinding(core.repositories.bindings, context.principal, locator);
+    describeBinding(subject, binding);
+    const outcome = await core.repositories.sessionTransactions.releaseBinding(
+      binding.id,
+      new Date(core.now()),
+    );
+    if (outcome === null) throw new SbxError('INTERNAL', `binding ${binding.id} vanished during release`);
+    subject.detail = { released_now: outcome.releasedNow, sandbox_terminated: outcome.terminated !== null };
+    if (outcome.terminated === null) return;
+    await auditSandbox(core.audit, 'sandbox.terminated', 'ok', context, outcome.terminated, {
+      reason: 'last_binding_released',
+    });
+    await core.lifecycle.destroy(context, outcome.terminated);
+  });
+}
+
+function sandboxStartingOrGone(sandbox: SandboxRecord): SbxError {
+  return sandbox.state === 'provisioning' ? sandboxStarting() : sessionExpired(sandbox.id);
+}

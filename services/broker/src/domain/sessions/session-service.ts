@@ -1,0 +1,103 @@
+// One service behind three route families (MVP sessions, full sessions,
+// thread routes): they differ in shapes and error names, not in behaviour.
+import type { NegotiateRequest } from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import type { Coordination } from '../../adapters/redis/coordination.js';
+import type { SandboxProvider } from '../../providers/provider.js';
+import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
+import type { KeyVault } from '../keys/key-vault.js';
+import type { BindingLocator } from './binding-locator.js';
+import { negotiate, type NegotiationOptions } from './negotiation.js';
+import { SandboxLifecycle } from './sandbox-lifecycle.js';
+import { SandboxLocks } from './sandbox-locks.js';
+import {
+  DEFAULT_SESSION_SETTINGS,
+  type SessionCore,
+  type SessionRepositories,
+  type SessionSettings,
+  type SessionState,
+  type SessionWithToken,
+} from './session-core.js';
+import {
+  getSession,
+  heartbeatSession,
+  refreshSession,
+  releaseSession,
+  type Heartbeat,
+  type RefreshOptions,
+} from './session-holder.js';
+import { SessionTokens } from './session-tokens.js';
+
+export interface SessionServiceDeps {
+  readonly repositories: SessionRepositories;
+  readonly provider: SandboxProvider;
+  readonly vault: KeyVault;
+  readonly audit: AuditTrail;
+  /** For the per-sandbox lock shared with the lease reaper. */
+  readonly coordination: Pick<Coordination, 'acquireLock'>;
+  readonly logger: Logger;
+  readonly settings?: Partial<SessionSettings> | undefined;
+  readonly now?: (() => number) | undefined;
+}
+
+export interface SessionService {
+  readonly settings: SessionSettings;
+  negotiate(
+    context: AuditContext,
+    request: NegotiateRequest,
+    options?: NegotiationOptions,
+  ): Promise<SessionWithToken>;
+  get(context: AuditContext, locator: BindingLocator): Promise<SessionState>;
+  refresh(
+    context: AuditContext,
+    locator: BindingLocator,
+    options?: RefreshOptions,
+  ): Promise<SessionWithToken>;
+  heartbeat(context: AuditContext, locator: BindingLocator): Promise<Heartbeat>;
+  release(context: AuditContext, locator: BindingLocator): Promise<void>;
+}
+
+export function createSessionService(deps: SessionServiceDeps): SessionService {
+  const settings: SessionSettings = { ...DEFAULT_SESSION_SETTINGS, ...deps.settings };
+  const now = deps.now ?? Date.now;
+  const { repositories, provider, vault, audit, logger } = deps;
+  const lifecycle = new SandboxLifecycle({
+    sandboxes: repositories.sandboxes,
+    transactions: repositories.sessionTransactions,
+    provider,
+    vault,
+    audit,
+    locks: new SandboxLocks(deps.coordination, logger, now),
+    logger,
+    tokenIssuer: settings.tokenIssuer,
+    provisioningWaitMs: settings.provisioningWaitMs,
+    now,
+  });
+  const tokens = new SessionTokens({
+    vault,
+    issuances: repositories.tokens,
+    audit,
+    issuer: settings.tokenIssuer,
+    now,
+  });
+  const core: SessionCore = {
+    repositories,
+    provider,
+    vault,
+    audit,
+    lifecycle,
+    tokens,
+    settings,
+    logger,
+    now,
+  };
+  const service: SessionService = {
+    settings,
+    negotiate: (context, request, options) => negotiate(core, context, request, options),
+    get: (context, locator) => getSession(core, context, locator),
+    refresh: (context, locator, options) => refreshSession(core, context, locator, options),
+    heartbeat: (context, locator) => heartbeatSession(core, context, locator),
+    release: (context, locator) => releaseSession(core, context, locator),
+  };
+  return Object.freeze(service);
+}

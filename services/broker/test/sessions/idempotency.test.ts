@@ -1,0 +1,102 @@
+// Idempotency-Key on negotiation: the same key and body replay the first
+// answer exactly; the same key with another body is 422; a failure stores
+// nothing; concurrent duplicates run once; keys belong to their principal.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { FakeProvider } from '../../src/providers/fake-provider.js';
+import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
+import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+
+describeEachBackend('Idempotency-Key', (backend) => {
+  const db = useTestDatabase(backend);
+  let broker: BrokerHarness<FakeProvider>;
+  let key: string;
+
+  beforeAll(async () => {
+    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
+    key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
+  });
+  afterAll(async () => {
+    await broker.close();
+    await broker.provider.close();
+  });
+
+  const ensure = (idempotencyKey: string, body: object, apiKey = key) =>
+    request(broker.url)
+      .post('/v1/sandbox/sessions')
+      .set(bearer(apiKey))
+      .set('Idempotency-Key', idempotencyKey)
+      .send(body);
+
+  it('replays the first answer, token included, for the same key and body', async () => {
+    const idem = randomUUID();
+    const body = { thread_id: `thr_${randomUUID()}`, mode: 'ensure' };
+    const first = await ensure(idem, body);
+    expect(first.status).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    // Same body with its keys in another order is the same request.
+    const replay = await ensure(idem, { mode: body.mode, thread_id: body.thread_id });
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    const issued = await db().prisma.tokenIssuance.count({ where: { sessionId: first.body.session_id } });
+    expect(issued).toBe(1);
+    // Stored encrypted: the row does not contain the token.
+    const row = await db().prisma.idempotencyRecord.findFirstOrThrow({ where: { key: idem } });
+    expect(Buffer.from(row.responseCipher!).toString('latin1')).not.toContain(first.body.token);
+  });
+
+  it('refuses the same key with another body (422) and keeps keys per principal', async () => {
+    const idem = randomUUID();
+    await ensure(idem, { thread_id: `thr_${randomUUID()}`, mode: 'ensure' });
+    const reused = await ensure(idem, { thread_id: `thr_${randomUUID()}`, mode: 'ensure' });
+    expect(reused.status).toBe(422);
+    expect(reused.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const other = await broker.apiKey({ scopes: ['write:sandbox'], principalType: 'user' });
+    const theirs = await ensure(idem, { thread_id: `thr_${randomUUID()}`, mode: 'ensure' }, other);
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('stores no failure: a retry with the same key runs again', async () => {
+    const idem = randomUUID();
+    const body = { thread_id: `thr_${randomUUID()}`, mode: 'ensure' };
+    broker.provider.failNext('create');
+    expect((await ensure(idem, body)).status).toBe(503);
+    const retry = await ensure(idem, body);
+    expect(retry.status).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('runs concurrent duplicates once; the others replay its answer', async () => {
+    const idem = randomUUID();
+    const body = { thread_id: `thr_${randomUUID()}`, mode: 'ensure' };
+    const creates = broker.provider.calls('create').length;
+    const responses = await Promise.all(Array.from({ length: 8 }, () => ensure(idem, body)));
+    for (const res of responses) {
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(responses[0]!.body);
+    }
+    expect(responses.filter((res) => res.headers['idempotent-replayed'] === 'true')).toHaveLength(7);
+    expect(broker.provider.calls('create').length - creates).toBe(1);
+  });
+
+  it('applies to the thread route and rejects a malformed key', async () => {
+    const idem = randomUUID();
+    const threadId = `thr_${randomUUID()}`;
+    const open = () =>
+      request(broker.url)
+        .post(`/threads/${threadId}/sandbox`)
+        .set(bearer(key))
+        .set('Idempotency-Key', idem)
+        .send({ scopes: ['fs:rw'] });
+    const first = await open();
+    const replay = await open();
+    expect(replay.body).toEqual(first.body);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    const bad = await ensure('has spaces in it', { thread_id: threadId, mode: 'get' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain('Idempotency-Key');
+  });
+});
