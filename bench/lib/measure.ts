@@ -38,8 +38,21 @@ export async function timeAsync(
 }
 
 export function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+/** The value below which `p` percent of `values` lie (nearest rank); NaN when empty. */
+export function percentile(values: readonly number[], p: number): number {
   const sorted = values.toSorted((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  const rank = Math.ceil((p / 100) * sorted.length) - 1;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))] ?? Number.NaN;
+}
+
+/** Nanoseconds taken by one run of `op`. */
+export async function durationNs(op: () => Promise<unknown>): Promise<number> {
+  const started = process.hrtime.bigint();
+  await op();
+  return Number(process.hrtime.bigint() - started);
 }
 
 export interface Verdict {
@@ -50,11 +63,26 @@ export interface Verdict {
   readonly pass: boolean;
 }
 
+/** A number shown for context (a floor, a percentile): never fails the run. */
+export function info(metric: string, value: number, unit: string, target = '(report)'): Verdict {
+  return { metric, value, unit, target, pass: true };
+}
+
+/** A verdict that passes when `value` ≤ `limit`. */
+export function atMost(metric: string, value: number, unit: string, limit: number): Verdict {
+  return { metric, value, unit, target: `≤ ${limit} ${unit}`, pass: value <= limit };
+}
+
+/** A verdict that passes when `value` ≥ `limit`. */
+export function atLeast(metric: string, value: number, unit: string, limit: number): Verdict {
+  return { metric, value, unit, target: `≥ ${limit} ${unit}`, pass: value >= limit };
+}
+
 /** Prints a table of verdicts, writes them to bench/results/<suite>.json, returns whether all passed. */
 export function report(suite: string, verdicts: readonly Verdict[]): boolean {
   for (const v of verdicts) {
     console.log(
-      `${v.pass ? 'PASS' : 'FAIL'}  ${v.metric.padEnd(48)} ${v.value.toFixed(3).padStart(10)} ${v.unit.padEnd(8)} target ${v.target}`,
+      `${v.pass ? 'PASS' : 'FAIL'}  ${v.metric.padEnd(56)} ${v.value.toFixed(3).padStart(10)} ${v.unit.padEnd(8)} target ${v.target}`,
     );
   }
   const dir = path.resolve('bench/results');

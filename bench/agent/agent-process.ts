@@ -1,0 +1,99 @@
+import type { ChildProcess } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const SANDBOX_ID = 'sb_bench';
+const ISSUER = 'sbx-broker';
+const START_TIMEOUT_MS = 30_000;
+
+/** The agent as operators run it: its own process, configured by the environment only. */
+export interface AgentProcess {
+  readonly pid: number;
+  readonly httpUrl: string;
+  readonly wsUrl: string;
+  readonly workspace: string;
+  /** A token for this sandbox granting files, exec and shells. */
+  readonly token: string;
+  stop(): Promise<void>;
+}
+
+/** Resolves with the URL of the `agent listening` log line; keeps reading stdout so the pipe never fills. */
+function listeningUrl(child: ChildProcess): Promise<string> {
+  const lines = createInterface({ input: child.stdout! });
+  const seen: string[] = [];
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`agent did not start:\n${seen.join('\n')}`)),
+      START_TIMEOUT_MS,
+    );
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`agent exited (${code}) before listening:\n${seen.join('\n')}`));
+    });
+    child.stderr!.on('data', (chunk: Buffer) => seen.push(chunk.toString('utf8')));
+    lines.on('line', (line) => {
+      if (seen.length < 50) seen.push(line);
+      if (!line.includes('"agent listening"')) return;
+      const record = JSON.parse(line) as { url?: string };
+      if (record.url === undefined) return;
+      clearTimeout(timer);
+      resolve(record.url);
+    });
+  });
+}
+
+/**
+ * Starts services/agent/src/main.ts with node's tsx loader rather than the tsx CLI: the CLI
+ * runs the program in a child process, and the pid measured must be the agent's own.
+ * LOG_LEVEL stays at `info`, the production default, so the per-request log line is
+ * part of what is measured (written to a pipe this process drains).
+ */
+export async function startAgentProcess(env: Readonly<Record<string, string>> = {}): Promise<AgentProcess> {
+  const workspace = realpathSync(makeTempDir('sbx-bench-ws-'));
+  const key = SigningKey.generate();
+  // e.g. BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the agent.
+  const nodeArgs = (process.env['BENCH_AGENT_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+  const child = spawnTracked(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', 'services/agent/src/main.ts'],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        SANDBOX_ID,
+        SANDBOX_SIGNING_KEY: key.toBase64url(),
+        SANDBOX_TOKEN_ISSUER: ISSUER,
+        WORKSPACE_ROOT: workspace,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const stop = async (): Promise<void> => {
+    await stopTracked(child);
+    removeTempDir(workspace);
+  };
+  try {
+    const httpUrl = await listeningUrl(child);
+    const token = mintCapabilityToken({
+      key,
+      issuer: ISSUER,
+      subject: 'usr_bench',
+      sandboxId: SANDBOX_ID,
+      scopes: ['fs:rw', 'process', 'shell'],
+      ttlSeconds: 3600,
+    }).token;
+    return { pid: child.pid!, httpUrl, wsUrl: httpUrl.replace(/^http/, 'ws'), workspace, token, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

@@ -1,0 +1,76 @@
+import { WebSocket, type RawData } from 'ws';
+
+interface ServerFrame {
+  readonly type?: string;
+  readonly data?: string;
+  readonly encoding?: string;
+  readonly code?: number;
+  readonly error?: { readonly message?: string };
+}
+
+function textOf(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data).toString('utf8');
+}
+
+/**
+ * A client of the agent's shell endpoint (`/v1/shell/ws`) that counts output bytes
+ * instead of keeping them: authenticates and starts a shell, types, waits for the exit.
+ */
+export class ShellSocket {
+  /** Decoded stdout bytes received so far. */
+  stdoutBytes = 0;
+  exitCode: number | undefined;
+  readonly #ws: WebSocket;
+  readonly #closed: Promise<void>;
+  readonly #ready: Promise<void>;
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    this.#closed = new Promise((resolve) => ws.once('close', () => resolve()));
+    this.#ready = new Promise((resolve, reject) => {
+      ws.once('close', (code, reason) =>
+        reject(new Error(`shell socket closed (${code} ${textOf(reason)})`)),
+      );
+      ws.on('message', (data: RawData) => {
+        const frame = JSON.parse(textOf(data)) as ServerFrame;
+        if (frame.type === 'stdout' && frame.data !== undefined)
+          this.stdoutBytes += Buffer.byteLength(frame.data, frame.encoding === 'base64' ? 'base64' : 'utf8');
+        else if (frame.type === 'ready') resolve();
+        else if (frame.type === 'exit') this.exitCode = frame.code;
+        else if (frame.type === 'error') reject(new Error(`shell endpoint: ${frame.error?.message ?? '?'}`));
+      });
+    });
+    this.#ready.catch(() => undefined);
+    ws.on('error', () => undefined);
+  }
+
+  /** Connects, authenticates and starts a new shell; resolves once it is `ready`. */
+  static async start(wsUrl: string, token: string): Promise<ShellSocket> {
+    const ws = new WebSocket(`${wsUrl}/v1/shell/ws`);
+    const socket = new ShellSocket(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.send(JSON.stringify({ type: 'auth', token }));
+    ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
+    await socket.#ready;
+    return socket;
+  }
+
+  type(line: string): void {
+    this.#ws.send(JSON.stringify({ type: 'stdin', data: `${line}\n` }));
+  }
+
+  /** Resolves once the agent has sent the exit and closed the socket. */
+  async closed(): Promise<void> {
+    await this.#closed;
+  }
+
+  /** Ends the shell (the agent hangs it up) and waits for the socket to close. */
+  async end(): Promise<void> {
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.send(JSON.stringify({ type: 'close' }));
+    await this.#closed;
+  }
+}
