@@ -23,7 +23,10 @@ const BrokerEnv = z.object({
   BROKER_MASTER_KEY: envKeyMaterial(32).optional(),
   BROKER_BOOTSTRAP_API_KEY: z
     .string()
-    .regex(/^sbk_[A-Za-z0-9_-]{32,}$/, 'must look like sbk_ followed by at least 32 url-safe characters')
+    .regex(
+      /^sbk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/,
+      'must be an API key: sbk_<12 hex digits>_<43 base64url characters>',
+    )
     .optional(),
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).optional(),

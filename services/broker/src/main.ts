@@ -1,72 +1,68 @@
 import { createServer } from 'node:http';
 import { ConfigError, createLogger, type Logger } from '@sbx/service-kit';
-import { createCoordination } from './adapters/redis/create-coordination.js';
+import { createBrokerSystem, type BrokerSystem } from './broker-system.js';
 import { loadBrokerConfig, type BrokerConfig } from './config.js';
-import { createApp } from './http/app.js';
-import { openDatabase } from './store/database.js';
 import { BROKER_VERSION } from './version.js';
 
 const now = (): number => Date.now();
+const LOOPBACK = '127.0.0.1';
 
-function describeDatabase(config: BrokerConfig): string {
-  return config.databaseUrl === undefined
-    ? `embedded PGlite under ${config.dataDir}`
-    : 'Postgres (DATABASE_URL)';
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
-async function listen(server: ReturnType<typeof createServer>, config: BrokerConfig): Promise<string> {
+/** Without isolation user code runs as the broker's user: such a broker is never reachable off this host. */
+function hostFor(config: BrokerConfig, system: BrokerSystem, logger: Logger): string {
+  if (system.isolation !== 'none') return config.host;
+  logger.warn(
+    'NO ISOLATION: bubblewrap is not available, so sandbox processes run unconfined as this user. ' +
+      'The broker listens on loopback only and every session reports isolation "none". ' +
+      'Install bubblewrap (apt-get install bubblewrap) for confined sandboxes.',
+  );
+  return isLoopback(config.host) ? config.host : LOOPBACK;
+}
+
+async function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('broker is not listening on TCP');
-  const host = address.address.includes(':') ? `[${address.address}]` : address.address;
-  return config.publicUrl ?? `http://${host}:${address.port}`;
+  return address.port;
+}
+
+function banner(url: string, config: BrokerConfig, system: BrokerSystem): string {
+  const database =
+    config.databaseUrl === undefined ? `embedded PGlite under ${config.dataDir}` : 'Postgres (DATABASE_URL)';
+  const lines = [
+    '',
+    `sbx broker ${BROKER_VERSION} listening on ${url}`,
+    `  database:  ${database}`,
+    `  isolation: ${system.isolation}`,
+  ];
+  if (system.generatedAdminKey !== undefined) {
+    lines.push(`  admin API key (shown once, store it now): ${system.generatedAdminKey}`);
+  }
+  return `${lines.join('\n')}\n\n`;
 }
 
 async function main(): Promise<void> {
   const config = loadBrokerConfig();
-  const logger: Logger = createLogger({ service: 'broker', level: config.logLevel });
-  const database = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    migrate: true,
-  });
-  if (database.appliedMigrations.length > 0)
-    logger.info({ migrations: database.appliedMigrations }, 'applied migrations');
-  const coordination = await createCoordination({
-    redisUrl: config.redisUrl,
-    keyPrefix: 'sbx',
-    onError: (err) => logger.warn({ err }, 'coordination error'),
-  });
-  if (coordination.warning !== undefined) logger.warn(coordination.warning);
-
-  const app = createApp({
-    logger,
-    version: BROKER_VERSION,
-    startedAt: now(),
-    now,
-    probes: [
-      { name: 'database', check: () => database.ping() },
-      { name: 'coordination', check: async () => void (await coordination.get('health')) },
-    ],
-  });
-  const server = createServer(app);
-  const url = await listen(server, config);
-  logger.info(
-    { url, database: describeDatabase(config), coordination: coordination.kind },
-    'broker listening',
-  );
-  process.stdout.write(
-    `\nsbx broker ${BROKER_VERSION} listening on ${url}\n  database: ${describeDatabase(config)}\n\n`,
-  );
+  const logger = createLogger({ service: 'broker', level: config.logLevel });
+  const system = await createBrokerSystem(config, logger, now);
+  const server = createServer(system.app);
+  const host = hostFor(config, system, logger);
+  const port = await listen(server, host, config.port);
+  const url = config.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  logger.info({ url, isolation: system.isolation }, 'broker listening');
+  process.stdout.write(banner(url, config, system));
 
   const stop = (signal: string): void => {
     logger.info({ signal }, 'broker stopping');
     server.closeAllConnections();
     server.close();
-    void Promise.allSettled([coordination.close(), database.close()]).then(() => process.exit(0));
+    void system.close().then(() => process.exit(0));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type Router } from 'express';
 import { assignRequestId, errorHandler, notFound, type Logger } from '@sbx/service-kit';
 
 /** A named dependency the health endpoint probes (database, coordination, …). */
@@ -13,6 +13,8 @@ export interface BrokerAppDeps {
   readonly startedAt: number;
   readonly now: () => number;
   readonly probes: readonly HealthProbe[];
+  /** The API's route families (sessions, threads …), mounted in order after /healthz. */
+  readonly routers?: readonly Router[];
 }
 
 async function probe(p: HealthProbe): Promise<[string, string]> {
@@ -43,6 +45,7 @@ export function createApp(deps: BrokerAppDeps): Express {
     });
   });
 
+  for (const router of deps.routers ?? []) app.use(router);
   app.use(notFound);
   app.use(errorHandler(deps.logger));
   return app;

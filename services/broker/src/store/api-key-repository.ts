@@ -72,6 +72,39 @@ export class ApiKeyRepository {
     }
   }
 
+  /**
+   * Stores a key chosen outside the broker (BROKER_BOOTSTRAP_API_KEY) as create() would
+   * store a random one. Idempotent: the same key again returns the stored record, so a
+   * revoked bootstrap key stays revoked; another key with the same prefix is refused.
+   */
+  async importKey(key: string, identity: NewApiKey): Promise<ApiKeyRecord> {
+    const parsed = parseApiKey(key);
+    if (parsed === null)
+      throw new SbxError('BAD_REQUEST', 'api key does not have the sbk_<prefix>_<secret> format');
+    const hash = hashSecret(parsed.secret);
+    const row = await guard('import api key', () =>
+      this.prisma.apiKey.upsert({
+        where: { prefix: parsed.prefix },
+        update: {},
+        create: {
+          id: randomUUID(),
+          prefix: parsed.prefix,
+          hash: new Uint8Array(hash),
+          tenantId: identity.tenantId,
+          principalId: identity.principalId,
+          ...(identity.principalType === undefined ? {} : { principalType: identity.principalType }),
+          scopes: [...identity.scopes],
+          name: identity.name ?? null,
+        },
+      }),
+    );
+    const stored = Buffer.from(row.hash);
+    if (stored.length !== hash.length || !timingSafeEqual(stored, hash)) {
+      throw new SbxError('CONFLICT', 'another api key with this prefix is already stored');
+    }
+    return withoutHash(row);
+  }
+
   findByPrefix(prefix: string): Promise<ApiKeyRecord | null> {
     return guard('find api key', async () => {
       const row = await this.prisma.apiKey.findUnique({ where: { prefix } });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,31 +30,7 @@ describe(`the first admin key [${backend.name}]`, () => {
   const authenticate = (key: string) =>
     createCallerAuthenticator({ apiKeys: repo() }).authenticate(`Bearer ${key}`);
 
-  /**
-   * ApiKeyRepository has no importKey yet; this is the contract bootstrap.ts
-   * asks of it (prefix in clear, SHA-256 of the secret, idempotent), over the
-   * same table, so the real repository verifies what it stored.
-   */
-  const importer = (): ApiKeyImporter => ({
-    async importKey(key, identity) {
-      const parsed = parseApiKey(key)!;
-      await db().prisma.apiKey.upsert({
-        where: { prefix: parsed.prefix },
-        update: {},
-        create: {
-          id: randomUUID(),
-          prefix: parsed.prefix,
-          hash: new Uint8Array(createHash('sha256').update(parsed.secret).digest()),
-          tenantId: identity.tenantId,
-          principalId: identity.principalId,
-          principalType: identity.principalType ?? 'service',
-          scopes: [...identity.scopes],
-          name: identity.name ?? null,
-        },
-      });
-      return (await repo().findByPrefix(parsed.prefix))!;
-    },
-  });
+  const importer = (): ApiKeyImporter => repo();
 
   it('imports BROKER_BOOTSTRAP_API_KEY as a cross-tenant admin with every caller scope', async () => {
     const key = `sbk_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
@@ -64,6 +40,14 @@ describe(`the first admin key [${backend.name}]`, () => {
     expect(isAdmin(principal)).toBe(true);
     expect([...principal.scopes].toSorted()).toEqual([...CALLER_SCOPES].toSorted());
     expect(principal).toMatchObject({ tenantId: 'default', keyId: record.id, via: 'api_key' });
+  });
+
+  it('refuses a second key that reuses a stored prefix with another secret', async () => {
+    const prefix = randomBytes(6).toString('hex');
+    await importBootstrapKey(`sbk_${prefix}_${randomBytes(32).toString('base64url')}`, importer());
+    const impostor = `sbk_${prefix}_${randomBytes(32).toString('base64url')}`;
+    await expect(importBootstrapKey(impostor, importer())).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(authenticate(impostor)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
   it('refuses a bootstrap key the store could never verify, naming the variable but not the value', async () => {
