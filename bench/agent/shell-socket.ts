@@ -32,7 +32,11 @@ export class ShellSocket {
       ws.once('close', (code, reason) =>
         reject(new Error(`shell socket closed (${code} ${textOf(reason)})`)),
       );
-      ws.on('message', (data: RawData) => {
+      ws.on('message', (data: RawData, isBinary: boolean) => {
+        if (isBinary) {
+          this.stdoutBytes += Array.isArray(data) ? Buffer.concat(data).length : data.byteLength;
+          return;
+        }
         const frame = JSON.parse(textOf(data)) as ServerFrame;
         if (frame.type === 'stdout' && frame.data !== undefined)
           this.stdoutBytes += Buffer.byteLength(frame.data, frame.encoding === 'base64' ? 'base64' : 'utf8');
@@ -54,7 +58,8 @@ export class ShellSocket {
       ws.once('error', reject);
     });
     ws.send(JSON.stringify({ type: 'auth', token }));
-    ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
+    // Raw output as binary messages: what a terminal client (the sbx CLI) asks for.
+    ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24, output: 'binary' }));
     await socket.#ready;
     return socket;
   }

@@ -74,6 +74,12 @@ export const ShellStartFrame = z.strictObject({
   cwd: Cwd.optional(),
   env: Env.optional(),
   shell_session_id: Id.optional(),
+  /**
+   * `json` (default): output arrives as `stdout` frames. `binary`: output arrives as binary
+   * WebSocket messages carrying the raw terminal bytes (no JSON, no base64), for clients
+   * that relay a terminal; every other server frame stays JSON text.
+   */
+  output: z.enum(['json', 'binary']).optional(),
 });
 export type ShellStartFrame = z.infer<typeof ShellStartFrame>;
 

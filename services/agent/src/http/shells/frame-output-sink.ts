@@ -6,20 +6,34 @@ import type { WsSession } from '../ws/ws-session.js';
 /** RFC 6455 1013 "Try Again Later": dropped for lagging, or the shell limit is reached. */
 export const TRY_AGAIN_LATER = 1013;
 
-/** Output as protocol frames: UTF-8 text when the bytes are valid UTF-8, else base64. */
-export function frameOutputSink(session: WsSession<'shell'>): OutputSink {
+export type OutputMode = 'json' | 'binary';
+
+/**
+ * Output as protocol frames (UTF-8 text when the bytes are valid UTF-8, else base64), or,
+ * when the client asked for `output: 'binary'`, as binary messages of raw bytes: no
+ * decoding, no JSON on either side, which is what terminal relays want.
+ */
+export function frameOutputSink(session: WsSession<'shell'>, mode: OutputMode = 'json'): OutputSink {
+  const sendJson = (data: Buffer, onWritten: () => void): void =>
+    session.send(
+      isUtf8(data)
+        ? { type: 'stdout', data: data.toString('utf8') }
+        : { type: 'stdout', data: data.toString('base64'), encoding: 'base64' },
+      () => onWritten(),
+    );
+  const sendBinary = (data: Buffer, onWritten: () => void): void => {
+    if (!session.isOpen) {
+      onWritten();
+      return;
+    }
+    // A copy: `data` views the shell's ring, which may be overwritten before the socket flushes.
+    session.socket.send(Buffer.from(data), { binary: true }, () => onWritten());
+  };
   return {
     get bufferedAmount() {
       return session.bufferedAmount;
     },
-    sendOutput(data, onWritten) {
-      session.send(
-        isUtf8(data)
-          ? { type: 'stdout', data: data.toString('utf8') }
-          : { type: 'stdout', data: data.toString('base64'), encoding: 'base64' },
-        () => onWritten(),
-      );
-    },
+    sendOutput: mode === 'binary' ? sendBinary : sendJson,
     sendExit(exit) {
       session.send({ type: 'exit', ...exit });
       session.close(WS_CLOSE_CODES.NORMAL, 'shell exited');

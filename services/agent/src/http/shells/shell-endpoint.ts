@@ -82,7 +82,7 @@ class ShellConnection implements EndpointHandler<'shell'> {
         return;
       }
       this.session.send({ type: 'ready', shell_session_id: shell.id });
-      this.#attached = { shell, viewer: shell.attach(frameOutputSink(this.session)) };
+      this.#attached = { shell, viewer: shell.attach(frameOutputSink(this.session, frame.output ?? 'json')) };
     } finally {
       this.#starting = false;
       await this.#applyPending();
