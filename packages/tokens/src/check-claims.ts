@@ -20,8 +20,13 @@ export function checkClaims(
   rules: ClaimRules,
   nowSeconds: number,
 ): VerifiedCapability {
+  checkValidityWindow(payload, rules.clockToleranceSeconds, nowSeconds);
   const { iss, aud, sub, jti } = payload;
+  if (!namesAudience(aud, rules.audience)) {
+    throw new TokenError('wrong_audience', 'token is for a different sandbox');
+  }
   if (iss !== rules.issuer) throw new TokenError('wrong_issuer', 'token was issued by someone else');
+  // A list naming this sandbox passed above (so iss was judged first); a capability names one sandbox.
   if (aud !== rules.audience) throw new TokenError('wrong_audience', 'token is for a different sandbox');
   if (!isNonEmptyString(sub)) throw new TokenError('malformed', 'token has no subject');
   if (!isNonEmptyString(jti)) throw new TokenError('malformed', 'token has no id (jti)');
@@ -64,18 +69,42 @@ function checkTimes(payload: Record<string, unknown>, rules: ClaimRules, now: nu
   if (exp - start > rules.maxTtlSeconds) {
     throw new TokenError('ttl_too_long', `token lifetime exceeds ${rules.maxTtlSeconds} seconds`);
   }
-  const tolerance = rules.clockToleranceSeconds;
-  // Same comparisons as jsonwebtoken, which checked these already; kept so the rules live in one place.
-  if (now >= exp + tolerance) throw new TokenError('expired', 'token has expired');
-  if (nbf > now + tolerance || iat > now + tolerance) {
+  // exp and nbf were checked against the clock already (checkValidityWindow).
+  if (iat > now + rules.clockToleranceSeconds) {
     throw new TokenError('not_yet_valid', 'token is not valid yet');
   }
   return { iat, nbf, exp };
 }
 
+/**
+ * nbf, then exp, against the clock with the tolerance, before any other claim: a token with
+ * several faults is refused for the reason it always was (these checks and their order are the
+ * ones jsonwebtoken made when it verified for us). An absent value is judged by checkTimes.
+ */
+function checkValidityWindow(payload: Record<string, unknown>, tolerance: number, now: number): void {
+  const { nbf, exp } = payload;
+  if (nbf !== undefined) {
+    if (typeof nbf !== 'number') throw notWholeSeconds('nbf');
+    if (nbf > now + tolerance) throw new TokenError('not_yet_valid', 'token is not valid yet');
+  }
+  if (exp !== undefined) {
+    if (typeof exp !== 'number') throw notWholeSeconds('exp');
+    if (now >= exp + tolerance) throw new TokenError('expired', 'token has expired');
+  }
+}
+
+/** `aud` equal to the audience or a list that contains it; checkClaims refuses the list afterwards. */
+function namesAudience(aud: unknown, audience: string): boolean {
+  return Array.isArray(aud) ? aud.includes(audience) : aud === audience;
+}
+
+function notWholeSeconds(name: string): TokenError {
+  return new TokenError('malformed', `token ${name} must be a whole number of seconds`);
+}
+
 function numericDate(value: unknown, name: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new TokenError('malformed', `token ${name} must be a whole number of seconds`);
+    throw notWholeSeconds(name);
   }
   return value;
 }

@@ -1,14 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { formatScopeString, SbxError } from '@sbx/protocol';
 import { encodeBase64url } from './base64url.js';
-import {
-  normalizeRequestedScopes,
-  isNonEmptyString,
-  TOKEN_ALGORITHM,
-  TOKEN_TYPE,
-  type CapabilityClaims,
-} from './claims.js';
+import { normalizeRequestedScopes, isNonEmptyString, type CapabilityClaims } from './claims.js';
 import { systemClock, unixSeconds, type Clock } from './clock.js';
+import { ENCODED_TOKEN_HEADER } from './compact-token.js';
 import type { SigningKey } from './signing-key.js';
 
 export interface MintOptions {
@@ -37,15 +32,13 @@ export function newTokenId(): string {
   return `tok_${encodeBase64url(randomBytes(16))}`;
 }
 
-const ENCODED_HEADER = encodeBase64url(JSON.stringify({ alg: TOKEN_ALGORITHM, typ: TOKEN_TYPE }));
-
 /**
  * Signs by hand (HS256 over `header.payload`) so the signed payload is exactly
  * the claims returned; jsonwebtoken's sign rewrites iat on its own.
  */
 export function mintCapabilityToken(options: MintOptions): MintedToken {
   const claims = buildClaims(options);
-  const signingInput = `${ENCODED_HEADER}.${encodeBase64url(JSON.stringify(claims))}`;
+  const signingInput = `${ENCODED_TOKEN_HEADER}.${encodeBase64url(JSON.stringify(claims))}`;
   const signature = createHmac('sha256', options.key.keyObject).update(signingInput).digest('base64url');
   return { token: `${signingInput}.${signature}`, claims, expiresAt: new Date(claims.exp * 1000) };
 }

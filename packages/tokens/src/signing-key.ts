@@ -7,8 +7,8 @@ import { TokenError } from './token-error.js';
 export const MIN_SIGNING_KEY_BYTES = 32;
 
 /**
- * A per-sandbox HMAC key, held once as a KeyObject: jsonwebtoken verifies in
- * ~9 µs with a KeyObject against ~340 µs when handed raw bytes.
+ * A per-sandbox HMAC key, held once as a KeyObject, so minting and verifying
+ * never import key material per call.
  */
 export class SigningKey {
   readonly #key: KeyObject;

@@ -40,6 +40,10 @@ describe('positive control', () => {
   it('a hand-built token with the right header, claims and key verifies', () => {
     expect(verifier.verify(signedWith(GOOD_HEADER)).scopes).toEqual(['fs:ro']);
   });
+
+  it('a header spelled otherwise (typ first) is decoded and checked, and verifies', () => {
+    expect(verifier.verify(signedWith({ typ: 'sbx-cap+jwt', alg: 'HS256' })).scopes).toEqual(['fs:ro']);
+  });
 });
 
 describe('algorithm attacks', () => {
@@ -159,6 +163,18 @@ describe('payload shape', () => {
     ['null', null],
   ])('refuses a validly signed payload that is %s', (_name, payload) => {
     expect(refusalOf(verifier, signedWith(GOOD_HEADER, payload))).toBe('malformed');
+  });
+
+  it('refuses a header or payload that starts with a byte-order mark', () => {
+    const bom = (value: unknown) => Buffer.from(`\uFEFF${JSON.stringify(value)}`).toString('base64url');
+    for (const [head, body] of [
+      [bom(GOOD_HEADER), b64json(goodClaims())],
+      [b64json(GOOD_HEADER), bom(goodClaims())],
+    ] as const) {
+      expect(refusalOf(verifier, `${head}.${body}.${hmac('sha256', bytes, `${head}.${body}`)}`)).toBe(
+        'malformed',
+      );
+    }
   });
 
   it('refuses a payload that is not JSON', () => {
