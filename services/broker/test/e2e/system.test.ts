@@ -148,7 +148,7 @@ describe('broker and agents end to end (embedded defaults, bubblewrap)', () => {
     expect((await release(human)).status).toBe(204);
 
     // Released by both: the agent, its user processes (the background sleep) and the workspace are gone.
-    await expect(fetch(`${dataplane}/healthz`)).rejects.toThrow();
+    await expect(fetch(`${dataplane}/healthz`)).rejects.toThrow(/fetch failed/);
     expect(processesIn(workspace)).toEqual([]);
     expect(existsSync(workspace)).toBe(false);
   });
