@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   );
   const stop = (signal: string): void => {
     logger.info({ signal }, 'agent stopping');
-    void agent.close().then(() => process.exit(0));
+    void agent.close().then(() => logger.flush(() => process.exit(0)));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'broker stopping');
     server.closeAllConnections();
     server.close();
-    void system.close().then(() => process.exit(0));
+    void system.close().then(() => logger.flush(() => process.exit(0)));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
