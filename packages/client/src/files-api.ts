@@ -1,0 +1,125 @@
+import { asObject, type DirectoryListing, type PathInfo } from './dataplane-types.js';
+import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+
+export interface WriteOptions extends CallOptions {
+  /** Write only if the file's ETag still matches (optimistic concurrency). */
+  readonly ifMatch?: string;
+}
+
+/** The sandbox's files: workspace paths, `/` is the workspace root. */
+export class FilesApi {
+  constructor(private readonly endpoint: HttpEndpoint) {}
+
+  async read(path: string, options: CallOptions = {}): Promise<Uint8Array> {
+    const response = await this.#download(path, options, false);
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  async readText(path: string, options: CallOptions = {}): Promise<string> {
+    return new TextDecoder().decode(await this.read(path, options));
+  }
+
+  /** Streams the file; the timeout covers the answer's headers, not the whole body. */
+  async readStream(path: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.#download(path, options, true);
+    if (response.body === null) return new ReadableStream({ start: (c) => c.close() });
+    return response.body;
+  }
+
+  /** Writes atomically (bytes, text or a stream; a stream body is sent once, never retried). */
+  write(
+    path: string,
+    data: Uint8Array | string | ReadableStream<Uint8Array>,
+    options: WriteOptions = {},
+  ): Promise<PathInfo> {
+    const request = {
+      method: 'POST',
+      path: 'v1/files/upload',
+      query: { path },
+      body: typeof data === 'string' ? new TextEncoder().encode(data) : data,
+      headers: ifMatchHeader(options.ifMatch),
+      idempotent: true,
+      what: `write ${path}`,
+    } as const;
+    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+  }
+
+  list(path: string, options: CallOptions = {}): Promise<DirectoryListing> {
+    const request = {
+      method: 'GET',
+      path: 'v1/files/list',
+      query: { path },
+      idempotent: true,
+      what: `list ${path}`,
+    } as const;
+    return httpJson(this.endpoint, request, (v) => asObject<DirectoryListing>(v), options);
+  }
+
+  stat(path: string, options: CallOptions = {}): Promise<PathInfo> {
+    const request = {
+      method: 'GET',
+      path: 'v1/files/stat',
+      query: { path },
+      idempotent: true,
+      what: `stat ${path}`,
+    } as const;
+    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+  }
+
+  mkdir(path: string, options: CallOptions & { readonly parents?: boolean } = {}): Promise<PathInfo> {
+    const body = { json: { path, parents: options.parents ?? false } };
+    const request = {
+      method: 'POST',
+      path: 'v1/files/mkdir',
+      body,
+      idempotent: true,
+      what: `mkdir ${path}`,
+    } as const;
+    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+  }
+
+  /** Not retried after a transport failure: the first attempt may have moved it already. */
+  move(
+    from: string,
+    to: string,
+    options: CallOptions & { readonly overwrite?: boolean } = {},
+  ): Promise<PathInfo> {
+    const body = { json: { from, to, overwrite: options.overwrite ?? false } };
+    const request = {
+      method: 'POST',
+      path: 'v1/files/move',
+      body,
+      idempotent: false,
+      what: `move ${from}`,
+    } as const;
+    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+  }
+
+  async remove(path: string, options: CallOptions & { readonly recursive?: boolean } = {}): Promise<void> {
+    const query = { path, recursive: String(options.recursive ?? false) };
+    const request = {
+      method: 'DELETE',
+      path: 'v1/files',
+      query,
+      idempotent: false,
+      what: `remove ${path}`,
+    } as const;
+    await httpCall(this.endpoint, request, options);
+  }
+
+  #download(path: string, options: CallOptions, stream: boolean): Promise<Response> {
+    const request = {
+      method: 'GET',
+      path: 'v1/files/download',
+      query: { path },
+      idempotent: true,
+      streamResponse: stream,
+      what: `read ${path}`,
+    } as const;
+    return httpCall(this.endpoint, request, options);
+  }
+}
+
+function ifMatchHeader(etag: string | undefined): Record<string, string> {
+  return etag === undefined ? {} : { 'if-match': etag };
+}

@@ -1,0 +1,18 @@
+export * from './errors.js';
+export { TransportError } from './http-errors.js';
+export { readEnvDefaults, type EnvDefaults } from './env-defaults.js';
+export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryable, type RetryPolicy } from './retry.js';
+export type { CallOptions } from './http-client.js';
+export { RefreshingCredentials, refreshDueAt, type Credential, type TokenSource } from './credentials.js';
+export {
+  BrokerClient,
+  type BrokerClientOptions,
+  type NegotiateOptions,
+  type NegotiateTarget,
+} from './broker-client.js';
+export { BrokerSession, type SessionOptions } from './broker-session.js';
+export { SandboxClient, type SandboxClientOptions } from './sandbox-client.js';
+export { FilesApi, type WriteOptions } from './files-api.js';
+export { ExecApi, type Command, type CommandOptions } from './exec-api.js';
+export { Shell, type ShellExit, type ShellOptions } from './shell.js';
+export type * from './dataplane-types.js';

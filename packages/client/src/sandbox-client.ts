@@ -1,0 +1,53 @@
+import type { TokenSource } from './credentials.js';
+import { ExecApi } from './exec-api.js';
+import { FilesApi } from './files-api.js';
+import type { HttpEndpoint } from './http-client.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
+import { Shell, type ShellOptions } from './shell.js';
+
+export interface SandboxClientOptions {
+  readonly httpBaseUrl: string;
+  readonly wsBaseUrl: string;
+  /** The session's token; a `BrokerSession`'s credentials refresh themselves. */
+  readonly tokens: TokenSource;
+  readonly timeoutMs?: number;
+  readonly retry?: RetryPolicy;
+}
+
+/** One sandbox's dataplane: files, exec and background processes, shells. */
+export class SandboxClient {
+  readonly files: FilesApi;
+  readonly exec: ExecApi;
+  readonly #options: SandboxClientOptions;
+
+  constructor(options: SandboxClientOptions) {
+    this.#options = options;
+    const endpoint: HttpEndpoint = {
+      baseUrl: options.httpBaseUrl,
+      bearer: () => options.tokens.fresh(),
+      retry: options.retry ?? DEFAULT_RETRY_POLICY,
+      timeoutMs: options.timeoutMs ?? 30_000,
+    };
+    this.files = new FilesApi(endpoint);
+    this.exec = new ExecApi(endpoint);
+  }
+
+  /** Opens a new PTY shell. */
+  openShell(options: ShellOptions = {}): Promise<Shell> {
+    return Shell.open(this.#shellContext(), options);
+  }
+
+  /** Reattaches to a shell by id (e.g. from another process); its scrollback arrives first. */
+  attachShell(id: string, options: ShellOptions = {}): Promise<Shell> {
+    return Shell.attach(this.#shellContext(), id, options);
+  }
+
+  #shellContext() {
+    return {
+      wsUrl: this.#options.wsBaseUrl,
+      tokens: this.#options.tokens,
+      retry: this.#options.retry ?? DEFAULT_RETRY_POLICY,
+      timeoutMs: this.#options.timeoutMs ?? 30_000,
+    };
+  }
+}

@@ -1,0 +1,153 @@
+import { WebSocket } from 'ws';
+import {
+  ServerFrame,
+  WS_CLOSE_CODES,
+  type ShellClientFrame,
+  type ExecClientFrame,
+  type WatchClientFrame,
+} from '@sbx/protocol';
+import { clientError, type SbxClientError } from './errors.js';
+import type { TokenSource } from './credentials.js';
+import { timeoutError, transportError } from './http-errors.js';
+
+export interface ChannelHandlers {
+  onFrame(frame: ServerFrame): void;
+  onBinary?(data: Buffer): void;
+  /** The socket closed after authentication; `error` is what the close means, if anything. */
+  onClose(code: number, error: SbxClientError | undefined): void;
+}
+
+/** What a close code means for the client. Undefined: a normal end, nothing to report. */
+export function errorOfClose(code: number, reason: string): SbxClientError | undefined {
+  const options = { closeCode: code };
+  const said = reason === '' ? '' : `: ${reason}`;
+  switch (code) {
+    case WS_CLOSE_CODES.NORMAL:
+      return undefined;
+    case WS_CLOSE_CODES.POLICY_VIOLATION:
+      return clientError(
+        'UNAUTHENTICATED',
+        `the sandbox rejected the connection (1008${said}); not retried`,
+        options,
+      );
+    case WS_CLOSE_CODES.CAPABILITY_DENIED:
+      return clientError('CAPABILITY_DENIED', `the token lacks the capability for this${said}`, options);
+    case WS_CLOSE_CODES.TOKEN_EXPIRED:
+      return clientError('SESSION_EXPIRED', `the token expired during the connection${said}`, options);
+    case WS_CLOSE_CODES.SHELL_NOT_FOUND:
+      return clientError('NOT_FOUND', `no such shell session${said}`, options);
+    case WS_CLOSE_CODES.MESSAGE_TOO_BIG:
+      return clientError('PAYLOAD_TOO_LARGE', `a frame was too large${said}`, options);
+    default:
+      return clientError('BACKEND_UNAVAILABLE', `the connection dropped (${code}${said})`, options);
+  }
+}
+
+/** Whether a dropped connection may be opened again (not a rejection, not a missing shell). */
+export function isReconnectable(code: number): boolean {
+  const final: number[] = [
+    WS_CLOSE_CODES.NORMAL,
+    WS_CLOSE_CODES.POLICY_VIOLATION,
+    WS_CLOSE_CODES.CAPABILITY_DENIED,
+    WS_CLOSE_CODES.SHELL_NOT_FOUND,
+    WS_CLOSE_CODES.MESSAGE_TOO_BIG,
+  ];
+  return !final.includes(code);
+}
+
+function parseFrame(text: string): ServerFrame | undefined {
+  try {
+    const parsed = ServerFrame.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An authenticated dataplane WebSocket. Resolves once `auth_ok` arrived; afterwards every
+ * refreshed token is sent as a new `auth` frame, so the agent never closes it for expiry.
+ * An HTTP 401/403 on the upgrade or a 1008/4403 close raises a SecurityError at once.
+ */
+export function openChannel(
+  url: string,
+  tokens: TokenSource,
+  handlers: ChannelHandlers,
+  timeoutMs: number,
+): Promise<Channel> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { perMessageDeflate: false });
+    let authed = false;
+    const fail = (err: SbxClientError): void => {
+      clearTimeout(timer);
+      socket.terminate();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(timeoutError(`connect ${url}`, timeoutMs)), timeoutMs);
+    socket.on('unexpected-response', (_req, res) => {
+      const status = res.statusCode ?? 0;
+      const code = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'FORBIDDEN' : 'BACKEND_UNAVAILABLE';
+      fail(clientError(code, `connect ${url}: HTTP ${status}`, { httpStatus: status }));
+    });
+    socket.on('error', (err) => {
+      if (!authed) fail(transportError(`connect ${url}`, err));
+    });
+    socket.on('open', () => {
+      tokens.fresh().then(
+        (token) => socket.send(JSON.stringify({ type: 'auth', token })),
+        (err: unknown) => fail(clientError('UNAUTHENTICATED', `no token to connect with: ${String(err)}`)),
+      );
+    });
+    socket.on('message', (data, isBinary) => {
+      const buffer = Array.isArray(data)
+        ? Buffer.concat(data)
+        : Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
+      if (isBinary) {
+        handlers.onBinary?.(buffer);
+        return;
+      }
+      const frame = parseFrame(buffer.toString('utf8'));
+      if (frame === undefined) return;
+      if (!authed && frame.type === 'auth_ok') {
+        authed = true;
+        clearTimeout(timer);
+        resolve(new Channel(socket, tokens));
+        return;
+      }
+      if (authed) handlers.onFrame(frame);
+    });
+    socket.on('close', (code, reason) => {
+      const error = errorOfClose(code, reason.toString('utf8'));
+      if (!authed) fail(error ?? clientError('BACKEND_UNAVAILABLE', `connect ${url}: closed before auth`));
+      else handlers.onClose(code, error);
+    });
+  });
+}
+
+/** The authenticated socket; re-authenticates with each refreshed token. */
+export class Channel {
+  readonly #stopListening: () => void;
+
+  constructor(
+    readonly socket: WebSocket,
+    tokens: TokenSource,
+  ) {
+    this.#stopListening = tokens.onRefresh((credential) =>
+      this.send({ type: 'auth', token: credential.token }),
+    );
+    socket.once('close', () => this.#stopListening());
+  }
+
+  get open(): boolean {
+    return this.socket.readyState === WebSocket.OPEN;
+  }
+
+  send(frame: ShellClientFrame | ExecClientFrame | WatchClientFrame): void {
+    if (this.open) this.socket.send(JSON.stringify(frame));
+  }
+
+  close(): void {
+    this.#stopListening();
+    this.socket.close(WS_CLOSE_CODES.NORMAL);
+  }
+}
