@@ -26,14 +26,12 @@ export interface ShellExit {
 /**
  * An interactive PTY shell that survives dropped connections.
  *
- * Exactly-once output: the agent replays a shell's scrollback from its oldest byte on
- * every attach and says nothing about offsets. The shell counts the bytes it has
- * delivered and, after a reattach, discards that many replayed bytes before delivering
- * again. This is exact while the shell's whole output still fits in the agent's
- * scrollback (1 MiB by default): once the ring has wrapped, the replay starts at an
- * offset the client cannot learn, so bytes may be lost or repeated. The agent change
- * that makes it exact always: `ready` carrying the absolute offset of the first replayed
- * byte (or `start` taking `resume_from`).
+ * Exactly-once output: the agent replays a shell's scrollback from its oldest held byte
+ * on every attach, and its `ready` frame says at which absolute output offset that
+ * replay starts. The shell counts the bytes it has delivered and, after a reattach,
+ * skips `delivered - output_offset` replayed bytes. Output printed while disconnected
+ * that no longer fits the agent's scrollback (1 MiB by default) is gone; nothing is
+ * ever repeated.
  */
 export class Shell {
   #channel: Channel | undefined;
@@ -179,6 +177,9 @@ export class Shell {
     switch (frame.type) {
       case 'ready':
         if (frame.shell_session_id !== undefined) this.#id = frame.shell_session_id;
+        // The agent says where its replay starts: skip exactly what was already delivered.
+        if (frame.output_offset !== undefined)
+          this.#skip = Math.max(0, this.#delivered - frame.output_offset);
         return;
       case 'stdout':
       case 'stderr':

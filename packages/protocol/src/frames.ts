@@ -193,7 +193,17 @@ export type AuthOkFrame = z.infer<typeof AuthOkFrame>;
 
 /** The shell (with its id, for re-attaching) or the process is running; watch sends neither id. */
 export const ReadyFrame = z
-  .object({ type: z.literal('ready'), shell_session_id: Id.optional(), process_id: Id.optional() })
+  .object({
+    type: z.literal('ready'),
+    shell_session_id: Id.optional(),
+    process_id: Id.optional(),
+    /**
+     * Shells: the absolute offset, in the shell's whole output, of the first byte this
+     * connection will receive (the oldest byte of the replayed scrollback). A client that
+     * reattaches and has already seen `n` bytes skips `n - output_offset` of them: exactly once.
+     */
+    output_offset: z.number().int().nonnegative().optional(),
+  })
   .refine((v) => v.shell_session_id === undefined || v.process_id === undefined, {
     message: 'carries shell_session_id or process_id, not both',
   });

@@ -2,7 +2,7 @@ import type { Pty, TerminalSize } from '../../adapters/pty.js';
 import { ByteRing } from './byte-ring.js';
 import { DRAIN_RELEASE, type DrainMarkerScanner } from './drain-handshake.js';
 import type { ResolvedShellLimits } from './shell-limits.js';
-import { ShellViewer, type OutputSink, type ShellExit } from './shell-viewer.js';
+import { firstWholeCharacter, ShellViewer, type OutputSink, type ShellExit } from './shell-viewer.js';
 
 export interface ShellSessionHooks {
   /** The shell's process ended (it no longer counts against the limit). */
@@ -52,6 +52,11 @@ export class ShellSession {
 
   get whenExited(): Promise<ShellExit> {
     return this.#exited;
+  }
+
+  /** The absolute output offset a client attaching now receives first (the replay's start). */
+  get replayOffset(): number {
+    return firstWholeCharacter(this.#ring);
   }
 
   /** A new client: it first receives the scrollback, then live output. */

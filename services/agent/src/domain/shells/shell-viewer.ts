@@ -21,7 +21,8 @@ export interface PumpLimits {
   readonly socketHighWaterBytes: number;
 }
 
-function firstWholeCharacter(ring: ByteRing): number {
+/** Where a client attaching now starts reading: the oldest whole character still held. */
+export function firstWholeCharacter(ring: ByteRing): number {
   return ring.start + orphanContinuationLength(ring.read(ring.start, 3));
 }
 

@@ -81,7 +81,8 @@ class ShellConnection implements EndpointHandler<'shell'> {
         if (frame.shell_session_id === undefined) shell.terminate();
         return;
       }
-      this.session.send({ type: 'ready', shell_session_id: shell.id });
+      // Same tick as attach: the offset announced is exactly where this client's output begins.
+      this.session.send({ type: 'ready', shell_session_id: shell.id, output_offset: shell.replayOffset });
       this.#attached = { shell, viewer: shell.attach(frameOutputSink(this.session, frame.output ?? 'json')) };
     } finally {
       this.#starting = false;
