@@ -12,7 +12,7 @@ import {
   type ThreadSandboxRequestInput,
 } from '@sbx/protocol';
 import { BadRequestError } from './errors.js';
-import { readEnvDefaults } from './env-defaults.js';
+import { readEnvDefaults } from './client-config.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 

@@ -1,6 +1,6 @@
 export * from './errors.js';
 export { TransportError } from './http-errors.js';
-export { readEnvDefaults, type EnvDefaults } from './env-defaults.js';
+export { readEnvDefaults, type EnvDefaults } from './client-config.js';
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryable, type RetryPolicy } from './retry.js';
 export type { CallOptions } from './http-client.js';
 export { RefreshingCredentials, refreshDueAt, type Credential, type TokenSource } from './credentials.js';

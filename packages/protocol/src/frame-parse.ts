@@ -1,14 +1,7 @@
 import type { z } from 'zod';
 import { ERROR_TABLE, type ErrorBody, type ErrorCode } from './errors.js';
-import {
-  CLIENT_FRAME_SCHEMAS,
-  CLIENT_FRAME_TYPES,
-  SERVER_FRAME_SCHEMAS,
-  SERVER_FRAME_TYPES,
-  type ClientFrameFor,
-  type ServerFrameFor,
-  type WsEndpoint,
-} from './frames.js';
+import { CLIENT_FRAME_SCHEMAS, CLIENT_FRAME_TYPES, type ClientFrameFor, type WsEndpoint } from './frames.js';
+import { SERVER_FRAME_SCHEMAS, SERVER_FRAME_TYPES, type ServerFrameFor } from './server-frames.js';
 import { issuesOf, type ValidationIssue } from './validation.js';
 import { MAX_FRAME_BYTES, WS_CLOSE_CODES, type WsCloseCode } from './ws-close.js';
 

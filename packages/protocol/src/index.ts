@@ -8,6 +8,7 @@ export * from './sessions.js';
 export * from './session-responses.js';
 export * from './threads.js';
 export * from './frames.js';
+export * from './server-frames.js';
 export * from './frame-parse.js';
 export * from './ws-close.js';
 export * from './routes.js';
