@@ -1,0 +1,114 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { cpuMs } from '../lib/process-stats.js';
+import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
+import { killProcessesWorkingIn } from './sandbox-processes.js';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Bundling the agent and migrating a fresh database come before `listening`. */
+const START_TIMEOUT_MS = 90_000;
+/** The provider stops each agent with up to 5 s of grace, all at once. */
+const STOP_GRACE_MS = 30_000;
+
+/** The identity of BROKER_BOOTSTRAP_API_KEY (bootstrap.ts ADMIN_KEY_IDENTITY). */
+export const BOOTSTRAP_TENANT_ID = 'default';
+export const BOOTSTRAP_PRINCIPAL_ID = 'admin';
+
+export interface BrokerProcess {
+  readonly pid: number;
+  readonly url: string;
+  readonly apiKey: string;
+  readonly dataDir: string;
+  /** CPU time the broker process has used so far, ms. */
+  cpuMs(): number;
+  /** SIGTERM (its provider stops every agent), then removes its data; returns agents left behind. */
+  stop(): Promise<number>;
+}
+
+export interface BrokerOptions {
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+}
+
+/** Resolves with the banner's URL; keeps draining both pipes so the broker never blocks on them. */
+function listeningUrl(child: ChildProcess): Promise<string> {
+  const seen: string[] = [];
+  const keep = (line: string): void => {
+    if (seen.length < 80) seen.push(line);
+  };
+  createInterface({ input: child.stderr! }).on('line', keep);
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`broker did not start:\n${seen.join('\n')}`)),
+      START_TIMEOUT_MS,
+    );
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`broker exited (${code}) before listening:\n${seen.join('\n')}`));
+    });
+    lines.on('line', (line) => {
+      keep(line);
+      const url = /listening on (http:\/\/\S+)/.exec(line)?.[1];
+      if (url === undefined) return;
+      clearTimeout(timer);
+      resolve(url);
+    });
+  });
+}
+
+/**
+ * services/broker/src/main.ts as operators run it on Postgres: configured by environment
+ * only, with the local provider confining user processes with bubblewrap. Started with
+ * node's tsx loader rather than the tsx CLI so that the pid is the broker's own.
+ * LOG_LEVEL=info, the production default: the broker writes no line per successful
+ * request at info, so this measures what operators run.
+ */
+export async function startBrokerProcess(options: BrokerOptions): Promise<BrokerProcess> {
+  const dataDir = realpathSync(makeTempDir('sbx-bench-broker-'));
+  const apiKey = `sbk_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+  // e.g. BENCH_BROKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the broker.
+  const nodeArgs = (process.env['BENCH_BROKER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+  const child = spawnTracked(
+    process.execPath,
+    [...nodeArgs, '--import', 'tsx', 'services/broker/src/main.ts'],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        BROKER_DATA_DIR: dataDir,
+        DATABASE_URL: options.databaseUrl,
+        REDIS_URL: options.redisUrl,
+        BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
+        BROKER_BOOTSTRAP_API_KEY: apiKey,
+        LOCAL_ISOLATION: 'bubblewrap',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  // A run that is killed leaves no agent: their groups are not the broker's.
+  const sweep = (): void => void killProcessesWorkingIn(dataDir);
+  process.once('exit', sweep);
+  const stop = async (): Promise<number> => {
+    await stopTracked(child, STOP_GRACE_MS);
+    const leftBehind = killProcessesWorkingIn(dataDir);
+    process.off('exit', sweep);
+    removeTempDir(dataDir);
+    return leftBehind;
+  };
+  try {
+    const url = await listeningUrl(child);
+    const pid = child.pid!;
+    return { pid, url, apiKey, dataDir, cpuMs: () => cpuMs(pid), stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
