@@ -1,0 +1,107 @@
+import { createReadStream, createWriteStream, statSync } from 'node:fs';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { NotFoundError, type SandboxClient } from '@sbx/client';
+import { loggedIn, parseCommand, printJson, type CliContext } from '../context.js';
+import { EXIT, UsageError } from '../exit-codes.js';
+import { progressStream } from '../progress-bar.js';
+import { parseRemotePath, type RemotePath } from '../remote-path.js';
+import { ThreadSessions } from '../thread-sessions.js';
+
+const USAGE = 'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local>';
+
+/** Copies one file between this machine and a sandbox, streaming (never whole in memory). */
+export async function cp(ctx: CliContext, args: readonly string[]): Promise<number> {
+  const { values, positionals } = parseCommand('cp', args, { json: { type: 'boolean' } });
+  const [src, dst] = positionals;
+  if (src === undefined || dst === undefined || positionals.length > 2) throw new UsageError(USAGE);
+  const from = parseRemotePath(src);
+  const to = parseRemotePath(dst);
+  if ((from === undefined) === (to === undefined))
+    throw new UsageError(`${USAGE} (exactly one side is remote)`);
+  const remote = from ?? to;
+  if (remote === undefined) throw new UsageError(USAGE);
+  const { config, broker } = loggedIn(ctx);
+  const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(
+    remote.thread,
+    'human',
+  );
+  const result =
+    to === undefined ? await download(ctx, sandbox, remote, dst) : await upload(ctx, sandbox, src, to);
+  if (values.json === true) printJson(ctx, result);
+  return EXIT.ok;
+}
+
+interface Copied {
+  readonly from: string;
+  readonly to: string;
+  readonly bytes: number;
+}
+
+async function upload(
+  ctx: CliContext,
+  sandbox: SandboxClient,
+  local: string,
+  remote: RemotePath,
+): Promise<Copied> {
+  const size = localFileSize(local);
+  const target = (await isRemoteDirectory(sandbox, remote.path))
+    ? joinRemote(remote.path, path.basename(local))
+    : remote.path;
+  const source = createReadStream(local).pipe(progressStream(ctx.stderr, path.basename(local), size));
+  const info = await sandbox.files.write(target, Readable.toWeb(source) as ReadableStream<Uint8Array>);
+  return { from: local, to: `${remote.thread}:${info.path}`, bytes: info.size };
+}
+
+async function download(
+  ctx: CliContext,
+  sandbox: SandboxClient,
+  remote: RemotePath,
+  local: string,
+): Promise<Copied> {
+  const info = await sandbox.files.stat(remote.path);
+  if (info.type === 'dir')
+    throw new UsageError(`cp: ${remote.thread}:${remote.path} is a directory (one file at a time)`);
+  const target = isLocalDirectory(local) ? path.join(local, path.posix.basename(remote.path)) : local;
+  const stream = await sandbox.files.readStream(remote.path);
+  await pipeline(
+    Readable.fromWeb(stream),
+    progressStream(ctx.stderr, path.basename(target), info.size),
+    createWriteStream(target),
+  );
+  return { from: `${remote.thread}:${remote.path}`, to: target, bytes: statSync(target).size };
+}
+
+function localFileSize(local: string): number {
+  try {
+    const stat = statSync(local);
+    if (!stat.isFile()) throw new UsageError(`cp: ${local} is not a file (one file at a time)`);
+    return stat.size;
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new NotFoundError('NOT_FOUND', `cp: ${local}: no such file`);
+  }
+}
+
+function isLocalDirectory(local: string): boolean {
+  try {
+    return statSync(local).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function isRemoteDirectory(sandbox: SandboxClient, remotePath: string): Promise<boolean> {
+  if (remotePath.endsWith('/')) return true;
+  try {
+    return (await sandbox.files.stat(remotePath)).type === 'dir';
+  } catch (err) {
+    if (err instanceof NotFoundError) return false;
+    throw err;
+  }
+}
+
+function joinRemote(dir: string, name: string): string {
+  return `${dir.replace(/\/+$/, '')}/${name}`;
+}

@@ -1,0 +1,23 @@
+import type { CliContext } from '../context.js';
+import { EXIT } from '../exit-codes.js';
+
+export const HELP = `sbx: shared sandboxes from the terminal
+
+  sbx login --broker <url> --api-key <key> [--actor <id>]   (or the key on stdin)
+  sbx logout | sbx whoami
+  sbx ensure <thread>            attach to or create the thread's sandbox
+  sbx sessions                   threads cached on this machine
+  sbx release <thread>           release this CLI's bindings (the last one ends the sandbox)
+  sbx exec <thread> [--cwd d] [--timeout s] -- <cmd> [args…]   exit code propagates
+  sbx cat <thread>:<path>        sbx ls <thread>[:<path>]       sbx rm [-r] <thread>:<path>
+  sbx cp <src> <dst>             one side <thread>:<path>, the other local
+  sbx shell <thread> [--id <shell id>] [--observe]   Ctrl-] detaches, leaving the shell running
+
+  --json on any command prints JSON. Exit codes: 0 ok, 1 failed (exec: the command's own code),
+  2 usage, 3 not logged in or key rejected, 4 not found, 5 broker or sandbox unreachable.
+`;
+
+export function help(ctx: CliContext): Promise<number> {
+  ctx.stdout.write(HELP);
+  return Promise.resolve(EXIT.ok);
+}

@@ -1,0 +1,65 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SbxError } from '@sbx/protocol';
+import { BrokerClient, type RetryPolicy } from '@sbx/client';
+import type { CliEnv } from './env.js';
+import { UsageError } from './exit-codes.js';
+import { CliStore, type CliConfig } from './store.js';
+
+/** What every command gets: where its files are, how to print, and the environment read once. */
+export interface CliContext {
+  readonly env: CliEnv;
+  readonly store: CliStore;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+  readonly stdin: NodeJS.ReadStream;
+}
+
+/** A CLI call gives up sooner than a long-running SDK user would: a person is waiting. */
+export const CLI_RETRY: RetryPolicy = { maxAttempts: 3, baseDelayMs: 200, maxDelayMs: 2_000 };
+
+export interface LoggedIn {
+  readonly config: CliConfig;
+  readonly broker: BrokerClient;
+}
+
+/** The login (config.json, overridden per variable by SBX_BROKER_URL / SBX_API_KEY). */
+export function loggedIn(ctx: CliContext): LoggedIn {
+  const stored = ctx.store.readConfig();
+  const brokerUrl = ctx.env.brokerUrl ?? stored?.broker_url;
+  const apiKey = ctx.env.apiKey ?? stored?.api_key;
+  if (brokerUrl === undefined || apiKey === undefined) {
+    throw new SbxError('UNAUTHENTICATED', 'not logged in: run sbx login --broker <url> --api-key <key>');
+  }
+  const config: CliConfig = { broker_url: brokerUrl, api_key: apiKey, actor_id: stored?.actor_id ?? 'cli' };
+  return { config, broker: new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }) };
+}
+
+/** `node:util` parseArgs in strict mode, its complaints turned into usage errors (exit 2). */
+export function parseCommand<T extends NonNullable<ParseArgsConfig['options']>>(
+  command: string,
+  args: readonly string[],
+  options: T,
+) {
+  try {
+    return parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new UsageError(`${command}: ${message} (sbx help)`);
+  }
+}
+
+/** The one positional a command takes, or a usage error naming it. */
+export function positional(
+  command: string,
+  positionals: readonly string[],
+  index: number,
+  name: string,
+): string {
+  const value = positionals[index];
+  if (value === undefined || value === '') throw new UsageError(`${command}: missing <${name}> (sbx help)`);
+  return value;
+}
+
+export function printJson(ctx: CliContext, value: unknown): void {
+  ctx.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
