@@ -12,7 +12,9 @@ import {
   type BrokerHarness,
 } from '../../../services/broker/test/support/broker-harness.js';
 import {
+  openPgliteTestDatabase,
   openPostgresTestDatabase,
+  postgresAvailable,
   type TestDatabase,
 } from '../../../services/broker/test/support/test-database.js';
 import { LocalProvider } from '../../../services/broker/src/providers/local-provider.js';
@@ -50,7 +52,8 @@ export async function startRealBroker(): Promise<RealBroker> {
   });
   let database: TestDatabase | undefined;
   try {
-    database = await openPostgresTestDatabase();
+    // Postgres when the machine has it (faster to open); embedded PGlite otherwise (CI requires Postgres).
+    database = postgresAvailable ? await openPostgresTestDatabase() : await openPgliteTestDatabase();
     const harness = await startBrokerHarness({ database, provider, logLevel: 'warn' });
     const apiKey = await harness.apiKey({ scopes: ALL_CALLER_SCOPES });
     const db = database;
