@@ -11,7 +11,7 @@ import { KeyVault } from './domain/keys/key-vault.js';
 import { loadMasterKey } from './domain/keys/master-key.js';
 import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
 import { createLeaseReaper } from './domain/lifecycle/lease-reaper.js';
-import { DEFAULT_RATE_LIMITS, RateLimiter } from './domain/rate-limit/rate-limiter.js';
+import { RateLimiter } from './domain/rate-limit/rate-limiter.js';
 import { createSessionService } from './domain/sessions/session-service.js';
 import { createApp } from './http/app.js';
 import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
@@ -94,7 +94,17 @@ export async function createBrokerSystem(
       createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc }),
       logger,
     ),
-    rateLimiter: new RateLimiter(coordination, DEFAULT_RATE_LIMITS, logger),
+    rateLimiter: new RateLimiter(
+      coordination,
+      {
+        perWindow: {
+          negotiate: config.rateLimits.negotiatePerMinute,
+          session: config.rateLimits.sessionPerMinute,
+        },
+        windowMs: 60_000,
+      },
+      logger,
+    ),
     idempotency: new IdempotencyGuard(repositories.idempotency, vault),
   };
 

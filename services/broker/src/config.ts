@@ -34,6 +34,8 @@ const BrokerEnv = z.object({
   SANDBOX_PROVIDER: z.enum(['local']).default('local'),
   LOCAL_ISOLATION: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
+  RATE_LIMIT_NEGOTIATE_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
+  RATE_LIMIT_SESSION_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(6000),
   IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(900),
   HARD_TTL_SECONDS: z.coerce.number().int().min(60).default(28_800),
   LOG_LEVEL: envLogLevel,
@@ -64,6 +66,8 @@ export interface BrokerConfig {
   readonly provider: 'local';
   readonly localIsolation: 'auto' | 'bubblewrap' | 'none';
   readonly tokenTtlSeconds: number;
+  /** Per principal and minute: negotiations, and the other session calls. */
+  readonly rateLimits: { readonly negotiatePerMinute: number; readonly sessionPerMinute: number };
   readonly idleTimeoutSeconds: number;
   readonly hardTtlSeconds: number;
   readonly logLevel: string;
@@ -94,6 +98,10 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     provider: e.SANDBOX_PROVIDER,
     localIsolation: e.LOCAL_ISOLATION,
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
+    rateLimits: {
+      negotiatePerMinute: e.RATE_LIMIT_NEGOTIATE_PER_MINUTE,
+      sessionPerMinute: e.RATE_LIMIT_SESSION_PER_MINUTE,
+    },
     idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     hardTtlSeconds: e.HARD_TTL_SECONDS,
     logLevel: e.LOG_LEVEL,

@@ -27,6 +27,7 @@ describe('broker configuration', () => {
       tokenTtlSeconds: 900,
       idleTimeoutSeconds: 900,
       hardTtlSeconds: 28_800,
+      rateLimits: { negotiatePerMinute: 600, sessionPerMinute: 6000 },
     });
     expect(config.dataDir).toBe(fileURLToPath(new URL('../../../.data/broker', import.meta.url)));
   });
@@ -61,6 +62,17 @@ describe('broker configuration', () => {
       ].toSorted(),
     );
     expect(problems.join('\n')).not.toMatch(/hunter2|secret-host/);
+  });
+
+  it('takes rate limits per principal from the environment and refuses a zero limit', () => {
+    const config = loadBrokerConfig({
+      RATE_LIMIT_NEGOTIATE_PER_MINUTE: '30',
+      RATE_LIMIT_SESSION_PER_MINUTE: '900',
+    });
+    expect(config.rateLimits).toEqual({ negotiatePerMinute: 30, sessionPerMinute: 900 });
+    expect(problemsOf({ RATE_LIMIT_NEGOTIATE_PER_MINUTE: '0' }).join()).toMatch(
+      /RATE_LIMIT_NEGOTIATE_PER_MINUTE/,
+    );
   });
 
   it('derives the JWKS URL from the issuer', () => {
