@@ -4,7 +4,7 @@
  * measurement that throws is reported as failed and the rest still run; every process
  * and temporary file the run created is gone before it exits (1 when a target is missed).
  */
-import { report, type Verdict } from '../lib/measure.js';
+import { runSuite, type Verdict } from '../lib/measure.js';
 import { releaseAll } from '../lib/resources.js';
 import { benchDownload } from './download.js';
 import { benchExec } from './exec.js';
@@ -49,15 +49,8 @@ async function runAll(wanted: readonly string[]): Promise<Verdict[]> {
   return verdicts;
 }
 
-const wanted = process.argv.slice(2);
-const unknown = wanted.filter((name) => !MEASUREMENTS.some(([known]) => known === name));
-if (unknown.length > 0) {
-  console.error(
-    `unknown measurement ${unknown.join(', ')}; known: ${MEASUREMENTS.map(([n]) => n).join(', ')}`,
-  );
-  process.exitCode = 2;
-} else {
-  const verdicts = await runAll(wanted);
-  console.log('');
-  process.exitCode = report('agent', verdicts) ? 0 : 1;
-}
+await runSuite(
+  'agent',
+  MEASUREMENTS.map(([name]) => name),
+  runAll,
+);

@@ -7,7 +7,7 @@
  * created is gone before it exits (1 when a target is missed).
  */
 import { cpus, loadavg } from 'node:os';
-import { info, report, type Verdict } from '../lib/measure.js';
+import { info, runSuite, type Verdict } from '../lib/measure.js';
 import { releaseAll } from '../lib/resources.js';
 import { openBenchWorld, type BenchWorld } from './bench-world.js';
 import { benchColdEnsure } from './cold-ensure.js';
@@ -69,15 +69,8 @@ async function runAll(wanted: readonly string[]): Promise<Verdict[]> {
   return verdicts;
 }
 
-const wanted = process.argv.slice(2);
-const unknown = wanted.filter((name) => !MEASUREMENTS.some(([known]) => known === name));
-if (unknown.length > 0) {
-  console.error(
-    `unknown measurement ${unknown.join(', ')}; known: ${MEASUREMENTS.map(([n]) => n).join(', ')}`,
-  );
-  process.exitCode = 2;
-} else {
-  const verdicts = await runAll(wanted);
-  console.log('');
-  process.exitCode = report('broker', verdicts) ? 0 : 1;
-}
+await runSuite(
+  'broker',
+  MEASUREMENTS.map(([name]) => name),
+  runAll,
+);

@@ -93,3 +93,24 @@ export function report(suite: string, verdicts: readonly Verdict[]): boolean {
   );
   return verdicts.every((v) => v.pass);
 }
+
+/**
+ * The command line of a suite: the measurements named as arguments (all when none),
+ * exit 2 for an unknown name, else the report's verdict as the exit code.
+ */
+export async function runSuite(
+  suite: string,
+  known: readonly string[],
+  runAll: (wanted: readonly string[]) => Promise<Verdict[]>,
+): Promise<void> {
+  const wanted = process.argv.slice(2);
+  const unknown = wanted.filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    console.error(`unknown measurement ${unknown.join(', ')}; known: ${known.join(', ')}`);
+    process.exitCode = 2;
+    return;
+  }
+  const verdicts = await runAll(wanted);
+  console.log('');
+  process.exitCode = report(suite, verdicts) ? 0 : 1;
+}

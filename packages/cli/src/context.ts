@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SbxError } from '@sbx/protocol';
 import { BrokerClient, type RetryPolicy } from '@sbx/client';
-import type { CliEnv } from './env.js';
+import type { CliEnv } from './cli-config.js';
 import { UsageError } from './exit-codes.js';
 import { CliStore, type CliConfig } from './store.js';
 

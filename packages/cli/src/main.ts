@@ -12,7 +12,7 @@ import { sessions } from './commands/sessions.js';
 import { shell } from './commands/shell.js';
 import { whoami } from './commands/whoami.js';
 import type { CliContext } from './context.js';
-import { readCliEnv } from './env.js';
+import { readCliEnv } from './cli-config.js';
 import { EXIT, UsageError, errorLine, exitCodeOf } from './exit-codes.js';
 import { CliStore } from './store.js';
 
