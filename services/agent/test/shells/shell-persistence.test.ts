@@ -54,7 +54,7 @@ describe('persistent, shared shells', () => {
   });
 
   it('survives its token expiring: 4401, then a fresh token reattaches', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell'], { ttlSeconds: 1 }));
+    const client = await ShellClient.start(url, agent.token(['shell'], { ttlSeconds: 4 }));
     client.type('echo BEFORE-$((1 + 1))');
     await client.waitFor(/^BEFORE-2$/m);
     expect((await client.socket.closed).code).toBe(4401);
