@@ -99,8 +99,8 @@ describe('WebSocket authentication and framing', () => {
   });
 
   it('closes with 4401 when the token expires, unless a fresh auth frame extends it', async () => {
-    const shortLived = await TestSocket.authed(url, agent.token(['process'], { ttlSeconds: 1 }));
-    const extended = await TestSocket.authed(url, agent.token(['process'], { ttlSeconds: 1 }));
+    const shortLived = await TestSocket.authed(url, agent.token(['process'], { ttlSeconds: 3 }));
+    const extended = await TestSocket.authed(url, agent.token(['process'], { ttlSeconds: 3 }));
     extended.send({ type: 'auth', token: agent.token(['process'], { ttlSeconds: 60 }) });
     await extended.next(
       (f) => f['type'] === 'auth_ok' && extended.frames.filter((x) => x['type'] === 'auth_ok').length === 2,
