@@ -1,8 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
 import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+import { prepareAgentBundle } from '../../services/broker/src/providers/agent-bundle.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -48,35 +51,42 @@ function listeningUrl(child: ChildProcess): Promise<string> {
 }
 
 /**
- * Starts services/agent/src/main.ts with node's tsx loader rather than the tsx CLI: the CLI
- * runs the program in a child process, and the pid measured must be the agent's own.
- * LOG_LEVEL stays at `info`, the production default, so the per-request log line is
- * part of what is measured (written to a pipe this process drains).
+ * How the agent runs in production: the esbuild bundle of services/agent/src/main.ts under
+ * plain node, as the local provider starts it (its RSS, and with it the cost of every fork,
+ * is well below the tsx loader's). `BENCH_AGENT=tsx` measures the source under node's tsx
+ * loader instead (never the tsx CLI, which runs the program in a child process).
+ */
+async function agentCommand(): Promise<readonly string[]> {
+  if (process.env['BENCH_AGENT'] === 'tsx') return ['--import', 'tsx', 'services/agent/src/main.ts'];
+  const bundle = await prepareAgentBundle(path.join(tmpdir(), 'sbx-bench-agent-bundle'));
+  return bundle.args;
+}
+
+/**
+ * Starts the agent as its own process. LOG_LEVEL stays at `info`, the production default, so
+ * the per-request log line is part of what is measured (written to a pipe this process drains).
  */
 export async function startAgentProcess(env: Readonly<Record<string, string>> = {}): Promise<AgentProcess> {
   const workspace = realpathSync(makeTempDir('sbx-bench-ws-'));
   const key = SigningKey.generate();
   // e.g. BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the agent.
   const nodeArgs = (process.env['BENCH_AGENT_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
-  const child = spawnTracked(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', 'services/agent/src/main.ts'],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        SANDBOX_ID,
-        SANDBOX_SIGNING_KEY: key.toBase64url(),
-        SANDBOX_TOKEN_ISSUER: ISSUER,
-        WORKSPACE_ROOT: workspace,
-        HOST: '127.0.0.1',
-        PORT: '0',
-        LOG_LEVEL: 'info',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnTracked(process.execPath, [...nodeArgs, ...(await agentCommand())], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      SANDBOX_ID,
+      SANDBOX_SIGNING_KEY: key.toBase64url(),
+      SANDBOX_TOKEN_ISSUER: ISSUER,
+      WORKSPACE_ROOT: workspace,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
     },
-  );
+    // stdin a pipe: the bundle's parent watch stops the agent when this process goes.
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const stop = async (): Promise<void> => {
     await stopTracked(child);
     removeTempDir(workspace);
