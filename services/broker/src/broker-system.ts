@@ -64,7 +64,7 @@ export async function createBrokerSystem(
     isolation: config.localIsolation,
     onAgentExit: agentExit.listener,
   });
-  const audit = new AuditTrail(repositories.audit, logger);
+  const audit = new AuditTrail(repositories.journal, logger);
   const service = createSessionService({
     repositories,
     provider,

@@ -41,19 +41,22 @@ function toRecord(event: AuditEvent): AuditEventRecord {
   return { ...event, id: event.id.toString() };
 }
 
+/** The row an event becomes (also written in batches by the journal writer). */
+export function auditRow(event: NewAuditEvent): Prisma.AuditEventCreateManyInput {
+  const { detail, scopes, ...rest } = event;
+  return {
+    ...rest,
+    scopes: scopes === undefined ? [] : [...scopes],
+    ...(detail === undefined || detail === null ? {} : { detail }),
+  };
+}
+
 export class AuditRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   async append(event: NewAuditEvent): Promise<AuditEventRecord> {
-    const { detail, scopes, ...rest } = event;
     const created = await guard('append audit event', () =>
-      this.prisma.auditEvent.create({
-        data: {
-          ...rest,
-          scopes: scopes === undefined ? [] : [...scopes],
-          ...(detail === undefined || detail === null ? {} : { detail }),
-        },
-      }),
+      this.prisma.auditEvent.create({ data: auditRow(event) }),
     );
     return toRecord(created);
   }

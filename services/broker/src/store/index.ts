@@ -4,6 +4,7 @@ import type { PrismaClient } from './generated/client.js';
 import { ApiKeyRepository } from './api-key-repository.js';
 import { AuditRepository } from './audit-repository.js';
 import { IdempotencyRepository } from './idempotency-repository.js';
+import { JournalWriter } from './journal-writer.js';
 import { PolicyRepository } from './policy-repository.js';
 import { SandboxRepository } from './sandbox-repository.js';
 import { SessionBindingRepository } from './session-binding-repository.js';
@@ -15,6 +16,7 @@ export * from './audit-repository.js';
 export * from './database.js';
 export * from './db-errors.js';
 export * from './idempotency-repository.js';
+export * from './journal-writer.js';
 export * from './policy-repository.js';
 export * from './sandbox-repository.js';
 export * from './session-binding-repository.js';
@@ -31,6 +33,8 @@ export interface Repositories {
   readonly apiKeys: ApiKeyRepository;
   readonly sessionTransactions: SessionTransactions;
   readonly idempotency: IdempotencyRepository;
+  /** Batched writes of token issuances and audit events (what session calls write). */
+  readonly journal: JournalWriter;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -43,5 +47,6 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     apiKeys: new ApiKeyRepository(prisma),
     sessionTransactions: new SessionTransactions(prisma),
     idempotency: new IdempotencyRepository(prisma),
+    journal: new JournalWriter(prisma),
   };
 }

@@ -9,6 +9,7 @@ import type {
   TenantPolicy,
 } from './generated/client.js';
 import { guard } from './db-errors.js';
+import { TtlCache } from './ttl-cache.js';
 
 export interface TenantPolicyRecord extends Omit<TenantPolicy, 'updatedAt'> {
   /** null when the tenant has no stored policy and these are the defaults. */
@@ -55,31 +56,50 @@ function toEnv(value: Prisma.JsonValue): Record<string, string> {
   return env;
 }
 
-export class PolicyRepository {
-  constructor(private readonly prisma: PrismaClient) {}
+/** How long a policy read is reused by this process; writes through it take effect at once. */
+export const POLICY_CACHE_MS = 5_000;
 
-  async getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord> {
-    const row = await guard('read tenant policy', () =>
-      this.prisma.tenantPolicy.findUnique({ where: { tenantId } }),
-    );
-    return row ?? { tenantId, ...DEFAULT_TENANT_POLICY, updatedAt: null };
+export class PolicyRepository {
+  readonly #tenants: TtlCache<TenantPolicyRecord>;
+  readonly #clients: TtlCache<ClientPolicyRecord>;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    cacheMs = POLICY_CACHE_MS,
+  ) {
+    this.#tenants = new TtlCache(cacheMs);
+    this.#clients = new TtlCache(cacheMs);
+  }
+
+  getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord> {
+    return this.#tenants.get(tenantId, async () => {
+      const row = await guard('read tenant policy', () =>
+        this.prisma.tenantPolicy.findUnique({ where: { tenantId } }),
+      );
+      return row ?? { tenantId, ...DEFAULT_TENANT_POLICY, updatedAt: null };
+    });
   }
 
   /**
    * Creates or updates; fields left out (or undefined, which Prisma skips) keep
    * their stored (or default) value.
    */
-  upsertTenantPolicy(tenantId: string, patch: TenantPolicyPatch): Promise<TenantPolicyRecord> {
-    return guard('write tenant policy', () =>
+  async upsertTenantPolicy(tenantId: string, patch: TenantPolicyPatch): Promise<TenantPolicyRecord> {
+    this.#tenants.delete(tenantId);
+    const row = await guard('write tenant policy', () =>
       this.prisma.tenantPolicy.upsert({ where: { tenantId }, create: { tenantId, ...patch }, update: patch }),
     );
+    this.#tenants.delete(tenantId);
+    return row;
   }
 
-  async getClientPolicy(clientId: string): Promise<ClientPolicyRecord> {
-    const row = await guard('read client policy', () =>
-      this.prisma.clientPolicy.findUnique({ where: { clientId } }),
-    );
-    return row === null ? { clientId, ...DEFAULT_CLIENT_POLICY, updatedAt: null } : clientRecord(row);
+  getClientPolicy(clientId: string): Promise<ClientPolicyRecord> {
+    return this.#clients.get(clientId, async () => {
+      const row = await guard('read client policy', () =>
+        this.prisma.clientPolicy.findUnique({ where: { clientId } }),
+      );
+      return row === null ? { clientId, ...DEFAULT_CLIENT_POLICY, updatedAt: null } : clientRecord(row);
+    });
   }
 
   /** Creates or updates; fields left out (or undefined) keep their stored (or default) value. */
@@ -90,6 +110,7 @@ export class PolicyRepository {
       ...(sidecarScopes === undefined ? {} : { sidecarScopes: [...sidecarScopes] }),
       ...(maxCapabilities === undefined ? {} : { maxCapabilities: [...maxCapabilities] }),
     };
+    this.#clients.delete(clientId);
     const row = await guard('write client policy', () =>
       this.prisma.clientPolicy.upsert({
         where: { clientId },
@@ -98,6 +119,7 @@ export class PolicyRepository {
         update: data,
       }),
     );
+    this.#clients.delete(clientId);
     return clientRecord(row);
   }
 }

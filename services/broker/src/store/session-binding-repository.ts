@@ -5,7 +5,7 @@
 import { SbxError } from '@sbx/protocol';
 import type { ActorType, PrismaClient, ScopeType, SessionBinding } from './generated/client.js';
 import { guard } from './db-errors.js';
-import type { TenantScope } from './sandbox-repository.js';
+import type { SandboxRecord, TenantScope } from './sandbox-repository.js';
 
 export type { ActorType } from './generated/client.js';
 export type SessionBindingRecord = SessionBinding;
@@ -93,6 +93,23 @@ export class SessionBindingRepository {
         where: { tenantId, ownerId, scopeType, scopeId, actorType, actorId, live: true },
       }),
     );
+  }
+
+  /** The live binding of an actor on a scope with its sandbox, in one query (the hot path of `get`). */
+  async findLiveWithSandbox(
+    key: BindingKey,
+  ): Promise<{ binding: SessionBindingRecord; sandbox: SandboxRecord } | null> {
+    const { tenantId, ownerId, scopeType, scopeId, actorType, actorId } = key;
+    const row = await guard('find session binding', () =>
+      this.prisma.sessionBinding.findFirst({
+        where: { tenantId, ownerId, scopeType, scopeId, actorType, actorId, live: true },
+        include: { sandbox: true },
+        relationLoadStrategy: 'join',
+      }),
+    );
+    if (row === null) return null;
+    const { sandbox, ...binding } = row;
+    return { binding, sandbox };
   }
 
   /** Replaces the capabilities granted to a live binding; false when it is released or unknown. */

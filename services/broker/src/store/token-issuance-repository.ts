@@ -1,6 +1,6 @@
 // Token issuances: one row per token the broker mints, keyed by its jti, so a
 // token can be traced (and, later, revoked) by the id it carries.
-import type { PrismaClient, TokenIssuance } from './generated/client.js';
+import type { Prisma, PrismaClient, TokenIssuance } from './generated/client.js';
 import { guard } from './db-errors.js';
 
 export type TokenIssuanceRecord = TokenIssuance;
@@ -17,7 +17,22 @@ export interface NewTokenIssuance {
   readonly expiresAt: Date;
 }
 
-const CONSTRAINTS = {
+/** The row an issuance becomes (also written in batches by the journal writer). */
+export function issuanceRow(input: NewTokenIssuance): Prisma.TokenIssuanceCreateManyInput {
+  return {
+    jti: input.jti,
+    subject: input.subject,
+    audience: input.audience,
+    scopes: [...input.scopes],
+    sessionId: input.sessionId ?? null,
+    threadId: input.threadId ?? null,
+    requestId: input.requestId ?? null,
+    ...(input.issuedAt === undefined ? {} : { issuedAt: input.issuedAt }),
+    expiresAt: input.expiresAt,
+  };
+}
+
+export const ISSUANCE_CONSTRAINTS = {
   token_issuances_pkey: { code: 'CONFLICT', message: 'a token with this jti was already issued' },
 } as const;
 
@@ -28,21 +43,8 @@ export class TokenIssuanceRepository {
   record(input: NewTokenIssuance): Promise<TokenIssuanceRecord> {
     return guard(
       'record token issuance',
-      () =>
-        this.prisma.tokenIssuance.create({
-          data: {
-            jti: input.jti,
-            subject: input.subject,
-            audience: input.audience,
-            scopes: [...input.scopes],
-            sessionId: input.sessionId ?? null,
-            threadId: input.threadId ?? null,
-            requestId: input.requestId ?? null,
-            ...(input.issuedAt === undefined ? {} : { issuedAt: input.issuedAt }),
-            expiresAt: input.expiresAt,
-          },
-        }),
-      CONSTRAINTS,
+      () => this.prisma.tokenIssuance.create({ data: issuanceRow(input) }),
+      ISSUANCE_CONSTRAINTS,
     );
   }
 

@@ -137,7 +137,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
     options.coordination ?? new InProcessCoordination({ keyPrefix: `test-${randomUUID()}` });
   const masterKey = options.masterKey ?? randomMasterKey();
   const vault = new KeyVault(masterKey);
-  const audit = new AuditTrail(repositories.audit, logger);
+  const audit = new AuditTrail(repositories.journal, logger);
   const service = createSessionService({
     repositories,
     provider: options.provider,

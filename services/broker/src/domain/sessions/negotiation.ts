@@ -120,6 +120,10 @@ async function acquire(
   const { sandboxes } = core.repositories;
   const { scope, family } = wanted;
   const named = `${scope.scopeType} ${scope.scopeId}`;
+  if (mode !== 'create_only') {
+    const held = await heldAndActive(core, wanted);
+    if (held !== null) return held;
+  }
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const existing = await sandboxes.findLiveByScope(scope);
     if (existing === null) {
@@ -137,6 +141,19 @@ async function acquire(
   }
   // Sandboxes kept ending under us: rare enough that "try again" is the honest answer.
   throw sandboxStarting();
+}
+
+/**
+ * The common case in one read: the actor already holds a live binding, with the grant it
+ * asks for, on the scope's sandbox, which is up. (A live sandbox is the scope's only one.)
+ */
+async function heldAndActive(core: SessionCore, wanted: Wanted): Promise<Acquired | null> {
+  const key = { ...wanted.scope, actorType: wanted.actor.type, actorId: wanted.actor.id };
+  const held = await core.repositories.bindings.findLiveWithSandbox(key);
+  if (held === null) return null;
+  const { binding, sandbox } = held;
+  const current = sandbox.live === true && sandbox.state === 'active';
+  return current && sameScopes(binding.capabilities, wanted.capabilities) ? { sandbox, binding } : null;
 }
 
 function creatorBinding(wanted: Wanted) {

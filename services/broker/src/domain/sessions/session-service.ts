@@ -75,7 +75,7 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
   });
   const tokens = new SessionTokens({
     vault,
-    issuances: repositories.tokens,
+    issuances: repositories.journal,
     audit,
     issuer: settings.tokenIssuer,
     now,

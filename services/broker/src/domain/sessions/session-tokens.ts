@@ -7,7 +7,7 @@
 // `session_id` the binding id, `thread_id` for thread scopes.
 import type { CapabilityScope } from '@sbx/protocol';
 import { mintCapabilityToken } from '@sbx/tokens';
-import type { SandboxRecord, SessionBindingRecord, TokenIssuanceRepository } from '../../store/index.js';
+import type { NewTokenIssuance, SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import type { KeyVault } from '../keys/key-vault.js';
 
@@ -22,7 +22,7 @@ export interface IssuedToken {
 
 export interface SessionTokensDeps {
   readonly vault: KeyVault;
-  readonly issuances: Pick<TokenIssuanceRepository, 'record'>;
+  readonly issuances: { record(issuance: NewTokenIssuance): Promise<unknown> };
   readonly audit: AuditTrail;
   readonly issuer: string;
   readonly now: () => number;
@@ -53,26 +53,29 @@ export class SessionTokens {
     });
     const { claims } = minted;
     const issuedAt = new Date(claims.iat * 1000);
-    await issuances.record({
-      jti: claims.jti,
-      subject: claims.sub,
-      audience: claims.aud,
-      scopes,
-      sessionId: binding.id,
-      threadId: threadId ?? null,
-      requestId: context.requestId,
-      issuedAt,
-      expiresAt: minted.expiresAt,
-    });
-    await audit.record('token.issue', 'ok', context, {
-      actor: { type: binding.actorType, id: binding.actorId },
-      scope: { type: binding.scopeType, id: binding.scopeId },
-      sessionId: binding.id,
-      sandboxId: sandbox.id,
-      jti: claims.jti,
-      scopes,
-      detail: { ttl_seconds: ttlSeconds },
-    });
+    // Queued together, so the group commit writes both in one transaction.
+    await Promise.all([
+      issuances.record({
+        jti: claims.jti,
+        subject: claims.sub,
+        audience: claims.aud,
+        scopes,
+        sessionId: binding.id,
+        threadId: threadId ?? null,
+        requestId: context.requestId,
+        issuedAt,
+        expiresAt: minted.expiresAt,
+      }),
+      audit.record('token.issue', 'ok', context, {
+        actor: { type: binding.actorType, id: binding.actorId },
+        scope: { type: binding.scopeType, id: binding.scopeId },
+        sessionId: binding.id,
+        sandboxId: sandbox.id,
+        jti: claims.jti,
+        scopes,
+        detail: { ttl_seconds: ttlSeconds },
+      }),
+    ]);
     return {
       token: minted.token,
       jti: claims.jti,

@@ -1,0 +1,65 @@
+// The journal writer's one statement: both tables from two JSON arrays of rows,
+// so the SQL text is the same for any batch (Prisma's generated createMany is
+// compiled anew for every batch size, which cost more than the insert).
+// Audit rows keep their order within a batch (WITH ORDINALITY), so ids follow it.
+import type { NewAuditEvent } from './audit-repository.js';
+import type { NewTokenIssuance } from './token-issuance-repository.js';
+
+export const WRITE_JOURNAL = `
+WITH issued AS (
+  INSERT INTO "token_issuances"
+    ("jti", "sub", "aud", "scopes", "session_id", "thread_id", "request_id", "issued_at", "expires_at")
+  SELECT r.jti, r.sub, r.aud, r.scopes, r.session_id, r.thread_id, r.request_id,
+         COALESCE(r.issued_at, CURRENT_TIMESTAMP), r.expires_at
+  FROM jsonb_to_recordset($1::jsonb) AS r(
+    jti text, sub text, aud text, scopes text[], session_id text, thread_id text, request_id text,
+    issued_at timestamptz, expires_at timestamptz)
+)
+INSERT INTO "audit_events"
+  ("at", "request_id", "action", "outcome", "tenant_id", "caller_id", "caller_type", "actor_type",
+   "actor_id", "client_id", "scope_type", "scope_id", "session_id", "sandbox_id", "jti", "scopes", "detail")
+SELECT COALESCE(r.at, CURRENT_TIMESTAMP), r.request_id, r.action, r.outcome, r.tenant_id, r.caller_id,
+       r.caller_type, r.actor_type, r.actor_id, r.client_id, r.scope_type, r.scope_id, r.session_id,
+       r.sandbox_id, r.jti, r.scopes, r.detail
+FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(row, position),
+     jsonb_to_record(e.row) AS r(
+       at timestamptz, request_id text, action text, outcome text, tenant_id text, caller_id text,
+       caller_type text, actor_type text, actor_id text, client_id text, scope_type text, scope_id text,
+       session_id text, sandbox_id text, jti text, scopes text[], detail jsonb)
+ORDER BY e.position`;
+
+export function issuanceJson(input: NewTokenIssuance): Record<string, unknown> {
+  return {
+    jti: input.jti,
+    sub: input.subject,
+    aud: input.audience,
+    scopes: input.scopes,
+    session_id: input.sessionId ?? null,
+    thread_id: input.threadId ?? null,
+    request_id: input.requestId ?? null,
+    issued_at: input.issuedAt?.toISOString() ?? null,
+    expires_at: input.expiresAt.toISOString(),
+  };
+}
+
+export function auditJson(event: NewAuditEvent): Record<string, unknown> {
+  return {
+    at: event.at?.toISOString() ?? null,
+    request_id: event.requestId ?? null,
+    action: event.action,
+    outcome: event.outcome,
+    tenant_id: event.tenantId ?? null,
+    caller_id: event.callerId ?? null,
+    caller_type: event.callerType ?? null,
+    actor_type: event.actorType ?? null,
+    actor_id: event.actorId ?? null,
+    client_id: event.clientId ?? null,
+    scope_type: event.scopeType ?? null,
+    scope_id: event.scopeId ?? null,
+    session_id: event.sessionId ?? null,
+    sandbox_id: event.sandboxId ?? null,
+    jti: event.jti ?? null,
+    scopes: event.scopes ?? [],
+    detail: event.detail ?? null,
+  };
+}
