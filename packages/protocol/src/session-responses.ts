@@ -202,6 +202,14 @@ export function toRefreshTokenResponse(credentials: Credentials): RefreshTokenRe
   return { ...credentials, token: credentials.access_token };
 }
 
-/** `POST /v1/sandbox/sessions/{binding_id}/heartbeat` (body `{}`) → the extended lease. */
-export const HeartbeatResponse = z.object({ lease_expires_at: Timestamp, state: SandboxState });
+/**
+ * `POST /v1/sandbox/sessions/{binding_id}/heartbeat` (body `{}`) → the extended lease. A
+ * heartbeat on an idle or suspended sandbox resumes it; a resumed agent may listen at new
+ * addresses, so the current `dataplane` comes back too.
+ */
+export const HeartbeatResponse = z.object({
+  lease_expires_at: Timestamp,
+  state: SandboxState,
+  dataplane: Dataplane.optional(),
+});
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponse>;

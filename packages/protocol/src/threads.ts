@@ -82,5 +82,7 @@ export const ThreadHeartbeatResponse = z.object({
   sandbox_id: Id,
   lease_expires_at: Timestamp,
   state: SandboxState,
+  /** Current agent endpoints: a heartbeat resumes a suspended sandbox, whose agent may move. */
+  endpoints: ThreadEndpoints.optional(),
 });
 export type ThreadHeartbeatResponse = z.infer<typeof ThreadHeartbeatResponse>;

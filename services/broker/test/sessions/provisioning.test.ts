@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { SessionResponse } from '@sbx/protocol';
+import { HeartbeatResponse, SessionResponse } from '@sbx/protocol';
 import { sandboxLockKey } from '../../src/domain/lifecycle/sandbox-lock.js';
 import { FakeProvider } from '../../src/providers/fake-provider.js';
 import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
@@ -133,6 +133,33 @@ describeEachBackend('provisioning', (backend) => {
     expect(beat.body.state).toBe('active');
     const row = await db().prisma.sandbox.findUniqueOrThrow({ where: { id: session.binding.sandbox_id } });
     expect(row.state).toBe('active');
+  });
+
+  it('resumes a suspended sandbox on heartbeat and answers its new dataplane', async () => {
+    const threadId = `thr_${randomUUID()}`;
+    const session = SessionResponse.parse((await ensure(threadId)).body);
+    const sandboxId = session.binding.sandbox_id;
+    await broker.provider.stop(sandboxId);
+    await broker.repositories.sandboxes.transition(sandboxId, 'suspended');
+    const beat = await request(broker.url)
+      .post(`/v1/sandbox/sessions/${session.session_id}/heartbeat`)
+      .set(bearer(key))
+      .send({});
+    expect(beat.status).toBe(200);
+    const body = HeartbeatResponse.parse(beat.body);
+    expect(body.state).toBe('active');
+    expect(await broker.provider.status(sandboxId)).toBe('running');
+    expect(body.dataplane).toBeDefined();
+    expect(body.dataplane?.http_base_url).not.toBe(session.dataplane.http_base_url);
+    const threadBeat = await request(broker.url)
+      .post(`/threads/${threadId}/sandbox/heartbeat`)
+      .set(bearer(key))
+      .send({ sandbox_id: sandboxId });
+    expect(threadBeat.status).toBe(200);
+    expect(threadBeat.body.endpoints).toEqual({
+      http: body.dataplane?.http_base_url,
+      ws: body.dataplane?.ws_base_url,
+    });
   });
 });
 

@@ -32,6 +32,8 @@ export interface Heartbeat {
   readonly sandboxId: string;
   readonly leaseExpiresAt: Date;
   readonly state: SandboxState;
+  /** The sandbox as it now serves (resumed agents may listen at new addresses). */
+  readonly sandbox: SandboxRecord;
 }
 
 /** The caller's live binding and its live sandbox; 404 for someone else's, 410 once ended. */
@@ -113,8 +115,10 @@ export function heartbeatSession(
     const { sandboxes, bindings } = core.repositories;
     const policy = await tenantPolicy(core, binding.tenantId);
     const now = core.now();
-    // Activity again: idle is the reaper's "nobody is here" mark; reactivating it takes the sandbox lock.
-    const serving = sandbox.state === 'idle' ? await core.lifecycle.ready(context, sandbox, policy) : sandbox;
+    // A holder is here again: idle and suspended are the reaper's "nobody is here" marks, and
+    // reactivating (restarting the agent of a suspended one) takes the sandbox lock.
+    const away = sandbox.state === 'idle' || sandbox.state === 'suspended';
+    const serving = away ? await core.lifecycle.ready(context, sandbox, policy) : sandbox;
     if (serving === null) throw sessionExpired(binding.id);
     const state = serving.state;
     const leaseExpiresAt = leaseUntil(now, policy.idleTimeoutSeconds, sandbox.hardExpiresAt);
@@ -122,7 +126,7 @@ export function heartbeatSession(
       throw sessionExpired(binding.id);
     await bindings.touch(binding.id, new Date(now));
     subject.detail = { lease_expires_at: leaseExpiresAt.toISOString() };
-    return { sandboxId: sandbox.id, leaseExpiresAt, state };
+    return { sandboxId: sandbox.id, leaseExpiresAt, state, sandbox: serving };
   });
 }
 

@@ -83,7 +83,11 @@ export function refreshBody(session: SessionWithToken): RefreshTokenResponse {
 }
 
 export function heartbeatBody(heartbeat: Heartbeat): HeartbeatResponse {
-  return { lease_expires_at: toTimestamp(heartbeat.leaseExpiresAt), state: heartbeat.state };
+  return {
+    lease_expires_at: toTimestamp(heartbeat.leaseExpiresAt),
+    state: heartbeat.state,
+    ...(hasDataplane(heartbeat.sandbox) ? { dataplane: dataplaneOf(heartbeat.sandbox) } : {}),
+  };
 }
 
 export function threadSandboxBody(session: SessionWithToken): ThreadSandboxResponse {
@@ -110,5 +114,15 @@ export function threadHeartbeatBody(heartbeat: Heartbeat): ThreadHeartbeatRespon
     sandbox_id: heartbeat.sandboxId,
     lease_expires_at: toTimestamp(heartbeat.leaseExpiresAt),
     state: heartbeat.state,
+    ...(hasDataplane(heartbeat.sandbox) ? { endpoints: endpointsOf(heartbeat.sandbox) } : {}),
   };
+}
+
+function hasDataplane(sandbox: Heartbeat['sandbox']): boolean {
+  return sandbox.httpBaseUrl !== null && sandbox.wsBaseUrl !== null;
+}
+
+function endpointsOf(sandbox: Heartbeat['sandbox']): { http: string; ws: string } {
+  const dataplane = dataplaneOf(sandbox);
+  return { http: dataplane.http_base_url, ws: dataplane.ws_base_url };
 }
