@@ -61,6 +61,19 @@ export interface ProcessOutput {
   readonly stderr?: StreamOutput;
 }
 
+/** One line of `GET /v1/processes/{id}/output?follow=true` (NDJSON): output as it came. */
+export interface FollowOutputLine {
+  readonly stream: 'stdout' | 'stderr';
+  readonly data: string;
+  readonly encoding: 'utf8' | 'base64';
+}
+
+/** The last line of a followed output: how the process ended. */
+export interface ProcessExitStatus {
+  readonly exit_code: number | null;
+  readonly signal: string | null;
+}
+
 /** Trusts the agent's answer shape after a minimal object check (see the file comment). */
 // oxlint-disable-next-line typescript/no-unnecessary-type-parameters -- T is the caller's expected answer shape
 export function asObject<T>(value: unknown): T {

@@ -1,19 +1,39 @@
 import type { Signal } from '@sbx/protocol';
 import { asObject, type ExecResult, type ProcessInfo, type ProcessOutput } from './dataplane-types.js';
-import { httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+import { ExecStream, type Command, type CommandOptions, type ExecStreamOptions } from './exec-stream.js';
+import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+import { OutputFollow } from './output-follow.js';
+import type { SocketContext } from './ws-channel.js';
 
-export type Command =
-  | { readonly argv: readonly string[]; readonly cmd?: never }
-  | { readonly cmd: string; readonly argv?: never };
+export type { Command, CommandOptions } from './exec-stream.js';
 
-export interface CommandOptions {
-  readonly cwd?: string;
-  readonly env?: Record<string, string>;
+export interface OutputOptions extends CallOptions {
+  /** The newest N bytes of each stream (everything the agent still buffers when absent). */
+  readonly tail?: number;
+  /** One stream only; both by default. */
+  readonly stream?: 'stdout' | 'stderr' | 'both';
+  /** `true`: stream the output until the process exits (see OutputFollow). */
+  readonly follow?: boolean;
 }
 
-/** Runs programs: to completion (`run`), or in the background (`start`, then stdin/signal/output). */
+/**
+ * Runs programs: to completion (`run`), streamed (`stream`), or in the background
+ * (`start`, then stdin/signal/output).
+ */
 export class ExecApi {
-  constructor(private readonly endpoint: HttpEndpoint) {}
+  constructor(
+    private readonly endpoint: HttpEndpoint,
+    private readonly sockets: SocketContext,
+  ) {}
+
+  /**
+   * Runs a program over a WebSocket: output as it is written (iterate `stdout`/`stderr`,
+   * or pass `onStdout`/`onStderr`), stdin by `write`/`closeStdin`, `kill`, `wait`. Resolves
+   * once it runs. Needs the `process` capability (a SecurityError otherwise, not retried).
+   */
+  stream(command: Command, options: ExecStreamOptions = {}): Promise<ExecStream> {
+    return ExecStream.start(this.sockets, command, options);
+  }
 
   /** Runs to completion. Never retried after a transport failure (it may have run). */
   run(
@@ -114,15 +134,27 @@ export class ExecApi {
     return httpJson(this.endpoint, request, (v) => asObject<ProcessInfo>(v), options);
   }
 
-  output(processId: string, options: CallOptions & { readonly tail?: number } = {}): Promise<ProcessOutput> {
-    const query = { tail: options.tail === undefined ? undefined : String(options.tail) };
+  /**
+   * What the process wrote (the agent's buffer, or its newest `tail` bytes). With
+   * `follow: true`, an async iterable of the output as it is written, until the process exits.
+   */
+  output(processId: string, options: OutputOptions & { readonly follow: true }): OutputFollow;
+  output(processId: string, options?: OutputOptions & { readonly follow?: false }): Promise<ProcessOutput>;
+  output(processId: string, options: OutputOptions = {}): OutputFollow | Promise<ProcessOutput> {
     const request = {
       method: 'GET',
       path: processPath(processId, '/output'),
-      query,
+      query: {
+        tail: options.tail === undefined ? undefined : String(options.tail),
+        stream: options.stream,
+        ...(options.follow === true ? { follow: 'true' } : {}),
+      },
       idempotent: true,
+      streamResponse: options.follow === true,
       what: 'read process output',
     } as const;
+    if (options.follow === true)
+      return new OutputFollow(() => httpCall(this.endpoint, request, options), options.signal);
     return httpJson(this.endpoint, request, (v) => asObject<ProcessOutput>(v), options);
   }
 

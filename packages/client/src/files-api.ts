@@ -1,5 +1,7 @@
 import { asObject, type DirectoryListing, type PathInfo } from './dataplane-types.js';
+import { FileWatch, type WatchOptions } from './file-watch.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+import type { SocketContext } from './ws-channel.js';
 
 export interface WriteOptions extends CallOptions {
   /** Write only if the file's ETag still matches (optimistic concurrency). */
@@ -8,7 +10,18 @@ export interface WriteOptions extends CallOptions {
 
 /** The sandbox's files: workspace paths, `/` is the workspace root. */
 export class FilesApi {
-  constructor(private readonly endpoint: HttpEndpoint) {}
+  constructor(
+    private readonly endpoint: HttpEndpoint,
+    private readonly sockets: SocketContext,
+  ) {}
+
+  /**
+   * Watches a file or directory (`recursive`: its whole tree) over a WebSocket that is
+   * reopened when it drops. Resolves once watching; iterate it, or pass `onEvent`.
+   */
+  watch(path: string, options: WatchOptions = {}): Promise<FileWatch> {
+    return FileWatch.open(this.sockets, path, options);
+  }
 
   async read(path: string, options: CallOptions = {}): Promise<Uint8Array> {
     const response = await this.#download(path, options, false);

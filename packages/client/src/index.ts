@@ -13,6 +13,9 @@ export {
 export { BrokerSession, type SessionOptions } from './broker-session.js';
 export { SandboxClient, type SandboxClientOptions } from './sandbox-client.js';
 export { FilesApi, type WriteOptions } from './files-api.js';
-export { ExecApi, type Command, type CommandOptions } from './exec-api.js';
+export { FileWatch, type WatchEvent, type WatchOptions } from './file-watch.js';
+export { ExecApi, type Command, type CommandOptions, type OutputOptions } from './exec-api.js';
+export { ExecStream, type ExecExit, type ExecStreamOptions } from './exec-stream.js';
+export { OutputFollow, type OutputChunk } from './output-follow.js';
 export { Shell, type ShellExit, type ShellOptions } from './shell.js';
 export type * from './dataplane-types.js';

@@ -4,6 +4,7 @@ import { FilesApi } from './files-api.js';
 import type { HttpEndpoint } from './http-client.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 import { Shell, type ShellOptions } from './shell.js';
+import type { SocketContext } from './ws-channel.js';
 
 export interface SandboxClientOptions {
   readonly httpBaseUrl: string;
@@ -14,7 +15,7 @@ export interface SandboxClientOptions {
   readonly retry?: RetryPolicy;
 }
 
-/** One sandbox's dataplane: files, exec and background processes, shells. */
+/** One sandbox's dataplane: files (and watches), exec (run, streamed, background processes), shells. */
 export class SandboxClient {
   readonly files: FilesApi;
   readonly exec: ExecApi;
@@ -28,21 +29,21 @@ export class SandboxClient {
       retry: options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: options.timeoutMs ?? 30_000,
     };
-    this.files = new FilesApi(endpoint);
-    this.exec = new ExecApi(endpoint);
+    this.files = new FilesApi(endpoint, this.#socketContext());
+    this.exec = new ExecApi(endpoint, this.#socketContext());
   }
 
   /** Opens a new PTY shell. */
   openShell(options: ShellOptions = {}): Promise<Shell> {
-    return Shell.open(this.#shellContext(), options);
+    return Shell.open(this.#socketContext(), options);
   }
 
   /** Reattaches to a shell by id (e.g. from another process); its scrollback arrives first. */
   attachShell(id: string, options: ShellOptions = {}): Promise<Shell> {
-    return Shell.attach(this.#shellContext(), id, options);
+    return Shell.attach(this.#socketContext(), id, options);
   }
 
-  #shellContext() {
+  #socketContext(): SocketContext {
     return {
       wsUrl: this.#options.wsBaseUrl,
       tokens: this.#options.tokens,

@@ -1,8 +1,8 @@
 import type { ServerFrame, ShellClientFrame, ShellStartFrame, Signal } from '@sbx/protocol';
-import { openChannel, isReconnectable, type Channel } from './ws-channel.js';
-import type { TokenSource } from './credentials.js';
-import { SecurityError, type SbxClientError } from './errors.js';
-import { backoffDelayMs, sleep, type RetryPolicy } from './retry.js';
+import type { SbxClientError } from './errors.js';
+import { stdinFrames } from './frame-bytes.js';
+import { reconnectWithBackoff } from './reconnect.js';
+import { openChannel, isReconnectable, socketUrl, type Channel, type SocketContext } from './ws-channel.js';
 
 export interface ShellOptions {
   readonly cols?: number;
@@ -11,12 +11,7 @@ export interface ShellOptions {
   readonly env?: Record<string, string>;
 }
 
-export interface ShellContext {
-  readonly wsUrl: string;
-  readonly tokens: TokenSource;
-  readonly retry: RetryPolicy;
-  readonly timeoutMs: number;
-}
+export type ShellContext = SocketContext;
 
 export interface ShellExit {
   readonly code: number;
@@ -114,11 +109,7 @@ export class Shell {
   }
 
   write(data: string | Uint8Array): void {
-    const frame =
-      typeof data === 'string'
-        ? { type: 'stdin' as const, data }
-        : { type: 'stdin' as const, data: Buffer.from(data).toString('base64'), encoding: 'base64' as const };
-    this.#send(frame);
+    for (const frame of stdinFrames(data)) this.#send(frame);
   }
 
   resize(cols: number, rows: number): void {
@@ -151,7 +142,7 @@ export class Shell {
   }
 
   async #connect(start: ShellStartFrame): Promise<void> {
-    const url = `${this.ctx.wsUrl.replace(/\/$/, '')}/v1/shell/ws`;
+    const url = socketUrl(this.ctx, 'v1/shell/ws');
     let closed!: (code: number, error: SbxClientError | undefined) => void;
     const channel = await openChannel(
       url,
@@ -226,16 +217,8 @@ export class Shell {
 
   /** Refreshes the token when it expired, then reattaches with backoff until the policy gives up. */
   async #reconnect(): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#connect(this.#reattachFrame());
-        this.reconnects++;
-        return;
-      } catch (err) {
-        if (!reconnectWorthTrying(err) || attempt >= this.ctx.retry.maxAttempts) throw err;
-        await sleep(backoffDelayMs(attempt, this.ctx.retry));
-      }
-    }
+    await reconnectWithBackoff(() => this.#connect(this.#reattachFrame()), this.ctx.retry);
+    this.reconnects++;
   }
 
   #fail(error: unknown): void {
@@ -243,10 +226,4 @@ export class Shell {
     for (const listener of this.#errorListeners) listener(error);
     this.#done.reject(error);
   }
-}
-
-/** A rejected token or a shell that no longer exists will not come back by trying again. */
-function reconnectWorthTrying(err: unknown): boolean {
-  if (err instanceof SecurityError) return false;
-  return !(err instanceof Error && 'code' in err && err.code === 'NOT_FOUND');
 }

@@ -9,6 +9,20 @@ import {
 import { clientError, type SbxClientError } from './errors.js';
 import type { TokenSource } from './credentials.js';
 import { timeoutError, transportError } from './http-errors.js';
+import { abortReason, type RetryPolicy } from './retry.js';
+
+/** What every dataplane socket needs: where, with which token, how to retry, how long to wait. */
+export interface SocketContext {
+  readonly wsUrl: string;
+  readonly tokens: TokenSource;
+  readonly retry: RetryPolicy;
+  readonly timeoutMs: number;
+}
+
+/** The URL of a dataplane WebSocket route (`v1/exec/ws`) under the sandbox's ws base. */
+export function socketUrl(ctx: SocketContext, route: string): string {
+  return `${ctx.wsUrl.replace(/\/$/, '')}/${route}`;
+}
 
 export interface ChannelHandlers {
   onFrame(frame: ServerFrame): void;
@@ -43,6 +57,12 @@ export function errorOfClose(code: number, reason: string): SbxClientError | und
   }
 }
 
+/** The typed error of an `error` frame the agent sent (a refused `start`, a timeout, a backlog). */
+export function errorOfFrame(frame: Extract<ServerFrame, { type: 'error' }>, what: string): SbxClientError {
+  const { code, message, details } = frame.error;
+  return clientError(code, `${what}: ${message}`, details === undefined ? {} : { details });
+}
+
 /** Whether a dropped connection may be opened again (not a rejection, not a missing shell). */
 export function isReconnectable(code: number): boolean {
   const final: number[] = [
@@ -53,6 +73,25 @@ export function isReconnectable(code: number): boolean {
     WS_CLOSE_CODES.MESSAGE_TOO_BIG,
   ];
   return !final.includes(code);
+}
+
+const SECURITY_CODES: readonly string[] = ['UNAUTHENTICATED', 'FORBIDDEN', 'CAPABILITY_DENIED'];
+
+/**
+ * The agent sends an `error` frame before it closes a rejected connection with 1008; its
+ * code is more precise (a token without the capability is CAPABILITY_DENIED, not
+ * UNAUTHENTICATED). Only security codes are taken from it, so a 1008 is never retried.
+ */
+function rejectionOf(
+  code: number,
+  reason: string,
+  said: ServerFrame | undefined,
+): SbxClientError | undefined {
+  const error = errorOfClose(code, reason);
+  if (said?.type !== 'error' || code !== WS_CLOSE_CODES.POLICY_VIOLATION) return error;
+  if (!SECURITY_CODES.includes(said.error.code)) return error;
+  const message = `the sandbox rejected the connection: ${said.error.message}; not retried`;
+  return clientError(said.error.code, message, { closeCode: code });
 }
 
 function parseFrame(text: string): ServerFrame | undefined {
@@ -74,16 +113,25 @@ export function openChannel(
   tokens: TokenSource,
   handlers: ChannelHandlers,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<Channel> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(abortReason(signal));
+      return;
+    }
     const socket = new WebSocket(url, { perMessageDeflate: false });
     let authed = false;
-    const fail = (err: SbxClientError): void => {
+    let rejection: ServerFrame | undefined;
+    const onAbort = (): void => fail(abortReason(signal));
+    const fail = (err: Error): void => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       socket.terminate();
       reject(err);
     };
     const timer = setTimeout(() => fail(timeoutError(`connect ${url}`, timeoutMs)), timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
     socket.on('unexpected-response', (_req, res) => {
       const status = res.statusCode ?? 0;
       const code = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'FORBIDDEN' : 'BACKEND_UNAVAILABLE';
@@ -111,15 +159,18 @@ export function openChannel(
       if (!authed && frame.type === 'auth_ok') {
         authed = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         resolve(new Channel(socket, tokens));
         return;
       }
       if (authed) handlers.onFrame(frame);
+      else if (frame.type === 'error') rejection = frame;
     });
     socket.on('close', (code, reason) => {
-      const error = errorOfClose(code, reason.toString('utf8'));
-      if (!authed) fail(error ?? clientError('BACKEND_UNAVAILABLE', `connect ${url}: closed before auth`));
-      else handlers.onClose(code, error);
+      if (!authed) {
+        const error = rejectionOf(code, reason.toString('utf8'), rejection);
+        fail(error ?? clientError('BACKEND_UNAVAILABLE', `connect ${url}: closed before auth`));
+      } else handlers.onClose(code, errorOfClose(code, reason.toString('utf8')));
     });
   });
 }

@@ -1,0 +1,99 @@
+import { clientError } from './errors.js';
+import { bytesOf } from './frame-bytes.js';
+import { asObject, type FollowOutputLine, type ProcessExitStatus } from './dataplane-types.js';
+import { abortReason } from './retry.js';
+
+/** Bytes one of the process's streams wrote, exactly. */
+export interface OutputChunk {
+  readonly stream: 'stdout' | 'stderr';
+  readonly data: Buffer;
+}
+
+/** The NDJSON lines of a response body, as they arrive. */
+async function* linesOf(body: ReadableStream<Uint8Array>): AsyncGenerator<string, void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let pending = '';
+  try {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      pending += decoder.decode(read.value, { stream: true });
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line !== '') yield line;
+    }
+    pending += decoder.decode();
+    if (pending !== '') yield pending;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+function parseLine(line: string): FollowOutputLine | ProcessExitStatus {
+  const value = asObject<Record<string, unknown>>(JSON.parse(line));
+  if (typeof value['stream'] === 'string') return asObject<FollowOutputLine>(value);
+  if ('exit_code' in value) return asObject<ProcessExitStatus>(value);
+  throw clientError('INTERNAL', 'the sandbox sent a process output line of an unknown shape');
+}
+
+/**
+ * A background process's output as it is written (`exec.output(id, { follow: true })`):
+ * what the agent still buffers first (or the newest `tail` bytes of it), then each chunk
+ * as it comes, until the process exits; `exit` then says how. The request starts when
+ * iteration does. Leaving the loop early closes the request. A connection that drops
+ * before the exit line makes iteration throw (follow again, with `tail`, to resume).
+ */
+export class OutputFollow implements AsyncIterable<OutputChunk> {
+  #iterated = false;
+  #done!: { resolve: (exit: ProcessExitStatus) => void; reject: (err: unknown) => void };
+  /** How the process ended; settles when iteration reaches the end (or fails). */
+  readonly exit: Promise<ProcessExitStatus>;
+
+  constructor(
+    private readonly request: () => Promise<Response>,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    this.exit = new Promise((resolve, reject) => (this.#done = { resolve, reject }));
+    this.exit.catch(() => undefined);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<OutputChunk> {
+    if (this.#iterated) throw new TypeError('a followed output can be iterated once');
+    this.#iterated = true;
+    return this.#chunks();
+  }
+
+  async *#chunks(): AsyncGenerator<OutputChunk, void> {
+    let settled = false;
+    try {
+      const response = await this.request();
+      if (response.body === null) throw this.#cutShort();
+      for await (const line of linesOf(response.body)) {
+        const parsed = parseLine(line);
+        if ('stream' in parsed) {
+          yield { stream: parsed.stream, data: bytesOf(parsed) };
+        } else {
+          settled = true;
+          this.#done.resolve(parsed);
+          return;
+        }
+      }
+      throw this.#cutShort();
+    } catch (err) {
+      const error = this.signal?.aborted === true ? abortReason(this.signal) : err;
+      settled = true;
+      this.#done.reject(error);
+      throw error;
+    } finally {
+      // The loop was left early (`break`): the exit will not be read.
+      if (!settled)
+        this.#done.reject(new DOMException('the output was not followed to the end', 'AbortError'));
+    }
+  }
+
+  #cutShort(): Error {
+    return clientError(
+      'BACKEND_UNAVAILABLE',
+      'read process output: the stream ended before the process exited; follow again with tail to resume',
+    );
+  }
+}
