@@ -3,7 +3,8 @@ import { SbxError } from '@sbx/protocol';
 import { BrokerClient, type RetryPolicy } from '@sbx/client';
 import type { CliEnv } from './cli-config.js';
 import { UsageError } from './exit-codes.js';
-import { CliStore, type CliConfig } from './store.js';
+import { deviceLoginBearer } from './oauth/stored-login.js';
+import { isDeviceLogin, type ApiKeyConfig, type CliConfig, type CliStore } from './store.js';
 
 /** What every command gets: where its files are, how to print, and the environment read once. */
 export interface CliContext {
@@ -22,16 +23,35 @@ export interface LoggedIn {
   readonly broker: BrokerClient;
 }
 
-/** The login (config.json, overridden per variable by SBX_BROKER_URL / SBX_API_KEY). */
+/**
+ * The login (config.json, overridden per variable by SBX_BROKER_URL / SBX_API_KEY). A
+ * device login's broker client asks for its bearer at every request, so the access token
+ * is refreshed whenever it nears expiry, in a one-shot command or a long `sbx shell`.
+ */
 export function loggedIn(ctx: CliContext): LoggedIn {
   const stored = ctx.store.readConfig();
   const brokerUrl = ctx.env.brokerUrl ?? stored?.broker_url;
-  const apiKey = ctx.env.apiKey ?? stored?.api_key;
-  if (brokerUrl === undefined || apiKey === undefined) {
-    throw new SbxError('UNAUTHENTICATED', 'not logged in: run sbx login --broker <url> --api-key <key>');
+  const actorId = stored?.actor_id ?? 'cli';
+  if (brokerUrl !== undefined && ctx.env.apiKey !== undefined) {
+    return withApiKey({ broker_url: brokerUrl, api_key: ctx.env.apiKey, actor_id: actorId });
   }
-  const config: CliConfig = { broker_url: brokerUrl, api_key: apiKey, actor_id: stored?.actor_id ?? 'cli' };
-  return { config, broker: new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }) };
+  if (brokerUrl === undefined || stored === undefined) {
+    throw new SbxError(
+      'UNAUTHENTICATED',
+      'not logged in: run sbx login --broker <url> (--api-key <key> | --device --issuer <url>)',
+    );
+  }
+  if (!isDeviceLogin(stored)) return withApiKey({ ...stored, broker_url: brokerUrl });
+  const bearer = deviceLoginBearer(ctx.store);
+  return {
+    config: { ...stored, broker_url: brokerUrl },
+    broker: new BrokerClient({ baseUrl: brokerUrl, bearer, retry: CLI_RETRY }),
+  };
+}
+
+function withApiKey(config: ApiKeyConfig): LoggedIn {
+  const broker = new BrokerClient({ baseUrl: config.broker_url, apiKey: config.api_key, retry: CLI_RETRY });
+  return { config, broker };
 }
 
 /** `node:util` parseArgs in strict mode, its complaints turned into usage errors (exit 2). */

@@ -2,13 +2,38 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync }
 import path from 'node:path';
 import { UsageError } from './exit-codes.js';
 
-/** `config.json`: who to talk to. Holds a secret, so 0600 in a 0700 directory. */
-export interface CliConfig {
+/** `config.json`: who to talk to, and the secret to say it with (0600 in a 0700 directory). */
+export type CliConfig = ApiKeyConfig | DeviceLoginConfig;
+
+interface LoginCommon {
   readonly broker_url: string;
-  readonly api_key: string;
   /** The id the CLI's human (and agent, `<id>.cli`) bindings are named by. */
   readonly actor_id: string;
 }
+
+/** `sbx login --api-key`: the key is the bearer. */
+export interface ApiKeyConfig extends LoginCommon {
+  readonly api_key: string;
+}
+
+/** `sbx login --device` (RFC 8628): an OIDC access token, refreshed before it expires. */
+export interface DeviceLoginConfig extends LoginCommon {
+  readonly oidc: OidcTokens;
+}
+
+export interface OidcTokens {
+  readonly issuer: string;
+  readonly token_endpoint: string;
+  readonly client_id: string;
+  readonly access_token: string;
+  /** Absent when the issuer granted none: the login then ends with the access token. */
+  readonly refresh_token?: string;
+  /** ISO time; absent when the issuer said nothing and the token is not a JWT with `exp`. */
+  readonly expires_at?: string;
+  readonly scope?: string;
+}
+
+export const isDeviceLogin = (config: CliConfig): config is DeviceLoginConfig => 'oidc' in config;
 
 export type BindingRole = 'human' | 'agent' | 'observer';
 export const BINDING_ROLES: readonly BindingRole[] = ['human', 'agent', 'observer'];

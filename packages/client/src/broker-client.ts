@@ -21,6 +21,12 @@ export interface BrokerClientOptions {
   readonly baseUrl?: string;
   /** API key or OIDC access token. Default: `SBX_API_KEY`. */
   readonly apiKey?: string;
+  /**
+   * Asked for the bearer credential at every request, instead of a fixed `apiKey`: a login
+   * whose access token is refreshed (an OIDC device login) hands out the current one. A
+   * rejection fails the call as it is (throw a SecurityError to keep it from being retried).
+   */
+  readonly bearer?: () => string | Promise<string>;
   /** Per call, retries included (default 30 s); every method also takes its own. */
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
@@ -32,6 +38,13 @@ export type NegotiateTarget = Omit<MvpNegotiateBody, 'mode'> | Omit<FullNegotiat
 export interface NegotiateOptions extends CallOptions {
   /** Makes a retried ensure safe; default a fresh UUID per call (shared by its retries). */
   readonly idempotencyKey?: string;
+}
+
+function fixedBearer(apiKey: string | undefined): () => string {
+  if (apiKey === undefined) {
+    throw new BadRequestError('BAD_REQUEST', 'no API key: pass apiKey or bearer, or set SBX_API_KEY');
+  }
+  return () => apiKey;
 }
 
 const sessionPath = (id: string, suffix = ''): string =>
@@ -47,18 +60,16 @@ export class BrokerClient {
   readonly #endpoint: HttpEndpoint;
 
   constructor(options: BrokerClientOptions = {}) {
-    const env = options.baseUrl === undefined || options.apiKey === undefined ? readEnvDefaults() : undefined;
+    const needsEnv =
+      options.baseUrl === undefined || (options.apiKey === undefined && options.bearer === undefined);
+    const env = needsEnv ? readEnvDefaults() : undefined;
     const baseUrl = options.baseUrl ?? env?.brokerUrl;
-    const apiKey = options.apiKey ?? env?.apiKey;
     if (baseUrl === undefined) {
       throw new BadRequestError('BAD_REQUEST', 'no broker URL: pass baseUrl or set SBX_BROKER_URL');
     }
-    if (apiKey === undefined) {
-      throw new BadRequestError('BAD_REQUEST', 'no API key: pass apiKey or set SBX_API_KEY');
-    }
     this.#endpoint = {
       baseUrl,
-      bearer: () => apiKey,
+      bearer: options.bearer ?? fixedBearer(options.apiKey ?? env?.apiKey),
       retry: options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: options.timeoutMs ?? 30_000,
     };

@@ -3,39 +3,110 @@ import { BrokerClient } from '@sbx/client';
 import { ID_PATTERN } from '@sbx/protocol';
 import { CLI_RETRY, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
+import { deviceLogin } from '../oauth/device-login.js';
+import { insecureUrlProblem } from '../oauth/issuer-http.js';
+import { isDeviceLogin, type CliConfig } from '../store.js';
 import { probeKey } from './whoami.js';
 
-const USAGE = 'login: sbx login --broker <url> --api-key <key> [--actor <id>] (or the key on stdin)';
+const USAGE =
+  'login: sbx login --broker <url> (--api-key <key> | --device --issuer <url> [--client-id <id>] ' +
+  '[--scope <scopes>] [--audience <aud>]) [--actor <id>]';
+/** The OAuth client the issuer knows the CLI as, unless told otherwise. */
+export const DEFAULT_CLIENT_ID = 'sbx-cli';
+/** Every caller scope but admin (the broker ignores the rest), and a refresh token (offline_access). */
+export const DEFAULT_SCOPE = 'openid offline_access read:sandbox write:sandbox exec:sandbox attach:sandbox';
 
-/** Stores the broker URL and API key after checking the key against the broker. */
+const OPTIONS = {
+  broker: { type: 'string' },
+  'api-key': { type: 'string' },
+  actor: { type: 'string' },
+  device: { type: 'boolean' },
+  issuer: { type: 'string' },
+  'client-id': { type: 'string' },
+  scope: { type: 'string' },
+  audience: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+type LoginValues = ReturnType<typeof parseCommand<typeof OPTIONS>>['values'];
+
+/**
+ * Stores the broker URL and a credential after proving it against the broker: an API key
+ * (`--api-key` or stdin), or an OIDC login by the device authorization grant (`--device`).
+ */
 export async function login(ctx: CliContext, args: readonly string[]): Promise<number> {
-  const { values } = parseCommand('login', args, {
-    broker: { type: 'string' },
-    'api-key': { type: 'string' },
-    actor: { type: 'string' },
-    json: { type: 'boolean' },
-  });
-  const brokerUrl = values.broker ?? ctx.store.readConfig()?.broker_url;
+  const { values } = parseCommand('login', args, OPTIONS);
+  const stored = ctx.store.readConfig();
+  const brokerUrl = values.broker ?? stored?.broker_url;
   if (brokerUrl === undefined || !URL.canParse(brokerUrl))
     throw new UsageError(`${USAGE}; --broker must be a URL`);
-  const apiKey = values['api-key'] ?? (await keyFromStdin(ctx));
-  const actorId = values.actor ?? defaultActorId();
-  if (!ID_PATTERN.test(actorId))
+  if (values.actor !== undefined && !ID_PATTERN.test(values.actor))
     throw new UsageError(`login: --actor may contain only letters, digits and _ - . : @`);
-  await probeKey(new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }));
-  ctx.store.writeConfig({ broker_url: brokerUrl, api_key: apiKey, actor_id: actorId });
-  if (values.json === true)
-    printJson(ctx, { broker_url: brokerUrl, actor_id: actorId, config: ctx.store.configPath });
-  else ctx.stdout.write(`logged in to ${brokerUrl} as ${actorId} (saved in ${ctx.store.configPath})\n`);
+  const config =
+    values.device === true
+      ? await loginWithDevice(ctx, values, brokerUrl, stored)
+      : await loginWithKey(ctx, values, brokerUrl);
+  ctx.store.writeConfig(config);
+  report(ctx, config, values.json === true);
   return EXIT.ok;
+}
+
+async function loginWithKey(ctx: CliContext, values: LoginValues, brokerUrl: string): Promise<CliConfig> {
+  const deviceOnly = (['issuer', 'client-id', 'scope', 'audience'] as const).find(
+    (f) => values[f] !== undefined,
+  );
+  if (deviceOnly !== undefined) throw new UsageError(`login: --${deviceOnly} goes with --device (${USAGE})`);
+  const apiKey = values['api-key'] ?? (await keyFromStdin(ctx));
+  await probeKey(new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }));
+  return { broker_url: brokerUrl, api_key: apiKey, actor_id: values.actor ?? defaultActorId() };
+}
+
+/** The issuer and client default to the previous device login's, so `sbx login --device` logs in again. */
+async function loginWithDevice(
+  ctx: CliContext,
+  values: LoginValues,
+  brokerUrl: string,
+  stored: CliConfig | undefined,
+): Promise<CliConfig> {
+  if (values['api-key'] !== undefined) throw new UsageError(`login: --api-key or --device, not both`);
+  const previous = stored !== undefined && isDeviceLogin(stored) ? stored.oidc : undefined;
+  const issuer = values.issuer ?? previous?.issuer;
+  if (issuer === undefined) throw new UsageError(`login: --device needs --issuer <url> (${USAGE})`);
+  const problem = insecureUrlProblem(issuer);
+  if (problem !== undefined) throw new UsageError(`login: --issuer ${problem}`);
+  const sameIssuer = previous?.issuer === issuer ? previous : undefined;
+  return deviceLogin(ctx, {
+    brokerUrl,
+    issuer,
+    clientId: values['client-id'] ?? sameIssuer?.client_id ?? DEFAULT_CLIENT_ID,
+    scope: values.scope ?? DEFAULT_SCOPE,
+    ...(values.audience === undefined ? {} : { audience: values.audience }),
+    ...(values.actor === undefined ? {} : { actor: values.actor }),
+    fallbackActor: defaultActorId(),
+  });
+}
+
+function report(ctx: CliContext, config: CliConfig, json: boolean): void {
+  const device = isDeviceLogin(config) ? config.oidc : undefined;
+  if (json) {
+    printJson(ctx, {
+      broker_url: config.broker_url,
+      actor_id: config.actor_id,
+      config: ctx.store.configPath,
+      ...(device === undefined ? {} : { issuer: device.issuer, access_token_expires_at: device.expires_at }),
+    });
+    return;
+  }
+  const how = device === undefined ? '' : ` with a device login at ${device.issuer}`;
+  ctx.stdout.write(
+    `logged in to ${config.broker_url} as ${config.actor_id}${how} (saved in ${ctx.store.configPath})\n`,
+  );
 }
 
 /** `echo $KEY | sbx login --broker …` keeps the key out of the shell history and `ps`. */
 async function keyFromStdin(ctx: CliContext): Promise<string> {
   if (ctx.stdin.isTTY) {
-    throw new UsageError(
-      `login: the device-code flow is not implemented yet; pass --api-key <key> or pipe the key on stdin`,
-    );
+    throw new UsageError(`${USAGE}: pass --api-key <key>, pipe the key on stdin, or use --device`);
   }
   const chunks: Buffer[] = [];
   for await (const chunk of ctx.stdin)

@@ -2,8 +2,11 @@ import { parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 
 /**
- * Forgets the key and the cached tokens. Sandboxes are left running: they belong to the
- * thread, not to this machine's login (`sbx release` ends them).
+ * Forgets the login (the API key, or a device login's access and refresh tokens) and the
+ * cached capability tokens: config.json and threads.json are deleted. The issuer is not
+ * told (no revocation endpoint is used), so a copied refresh token lives until it expires.
+ * Sandboxes are left running: they belong to the thread, not to this machine's login
+ * (`sbx release` ends them).
  */
 export function logout(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values } = parseCommand('logout', args, { json: { type: 'boolean' } });
