@@ -1,5 +1,6 @@
 import { cat } from './commands/cat.js';
 import { cp } from './commands/cp.js';
+import { doctor } from './commands/doctor.js';
 import { ensure } from './commands/ensure.js';
 import { exec } from './commands/exec.js';
 import { help } from './commands/help.js';
@@ -10,6 +11,7 @@ import { release } from './commands/release.js';
 import { rm } from './commands/rm.js';
 import { sessions } from './commands/sessions.js';
 import { shell } from './commands/shell.js';
+import { sync } from './commands/sync.js';
 import { whoami } from './commands/whoami.js';
 import type { CliContext } from './context.js';
 import { readCliEnv } from './cli-config.js';
@@ -30,7 +32,9 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   ls,
   rm,
   cp,
+  sync,
   shell,
+  doctor,
   help,
 };
 

@@ -4,6 +4,8 @@ import { EXIT } from '../exit-codes.js';
 export const HELP = `sbx: shared sandboxes from the terminal
 
   sbx login --broker <url> --api-key <key> [--actor <id>]   (or the key on stdin)
+  sbx login --broker <url> --device --issuer <url> [--client-id <id>] [--scope <s>] [--audience <a>]
+                                                            (OAuth device code, RFC 8628)
   sbx logout | sbx whoami
   sbx ensure <thread>            attach to or create the thread's sandbox
   sbx sessions                   threads cached on this machine
@@ -11,10 +13,15 @@ export const HELP = `sbx: shared sandboxes from the terminal
   sbx exec <thread> [--cwd d] [--timeout s] -- <cmd> [args…]   exit code propagates
   sbx cat <thread>:<path>        sbx ls <thread>[:<path>]       sbx rm [-r] <thread>:<path>
   sbx cp <src> <dst>             one side <thread>:<path>, the other local
+  sbx sync <dir> <thread>[:<path>] [--delete] [--watch]   push a directory (new and changed files)
+  sbx sync <thread>:[<path>] <dir> [--delete]              pull a directory
+                                 --delete removes what the source lacks; --watch pushes until Ctrl-C
   sbx shell <thread> [--id <shell id>] [--observe]   Ctrl-] detaches, leaving the shell running
+  sbx doctor [--thread <t>]      check a deployment end to end (broker, key, files, exec, shell)
 
   --json on any command prints JSON. Exit codes: 0 ok, 1 failed (exec: the command's own code),
   2 usage, 3 not logged in or key rejected, 4 not found, 5 broker or sandbox unreachable.
+  doctor exits with the code of its first failed step.
 `;
 
 export function help(ctx: CliContext): Promise<number> {
