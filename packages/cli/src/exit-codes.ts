@@ -62,10 +62,11 @@ export function errorLine(err: unknown): string {
   const firstLine = message.split('\n')[0] ?? message;
   const code = exitCodeOf(err);
   if (code === EXIT.unreachable && !(err instanceof SbxError && err.code === 'PROVIDER_UNAVAILABLE')) {
-    return `sbx: ${firstLine} (is the broker running? check \`sbx whoami\`)`;
+    // The broker, the sandbox's agent or an OIDC issuer: the message names which address failed.
+    return `sbx: ${firstLine} (is the broker running? \`sbx doctor\` checks the broker and a sandbox)`;
   }
   if (err instanceof SbxError && err.code === 'UNAUTHENTICATED' && !firstLine.includes('sbx login')) {
-    return `sbx: ${firstLine} (log in again: sbx login --broker <url> --api-key <key>)`;
+    return `sbx: ${firstLine} (log in again: sbx login --broker <url> with --api-key <key> or --device)`;
   }
   return `sbx: ${firstLine}`;
 }

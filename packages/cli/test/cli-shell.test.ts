@@ -1,11 +1,107 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
+import { CliStore } from '../src/store.js';
 import { SBX_BIN, Tmux, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 120_000;
 let real: RealBroker;
 let cli: SbxRunner;
 const tmux = new Tmux();
+let relay: OutageRelay | undefined;
+
+/**
+ * A TCP relay in front of an agent that plays a network outage: `cut` drops every
+ * connection and refuses new ones, `hold` accepts them but lets nothing through, and
+ * `restore` connects what was held and relays again.
+ */
+class OutageRelay {
+  connections = 0;
+  refused = 0;
+  #state: 'open' | 'refusing' | 'holding' = 'open';
+  readonly #live = new Set<Socket>();
+  readonly #held: Socket[] = [];
+
+  private constructor(
+    private readonly server: Server,
+    private readonly target: { readonly host: string; readonly port: number },
+  ) {
+    server.on('connection', (client) => this.#accept(client));
+  }
+
+  static async start(target: URL): Promise<OutageRelay> {
+    const started = new OutageRelay(createServer(), { host: target.hostname, port: Number(target.port) });
+    await new Promise<void>((resolve) => started.server.listen(0, '127.0.0.1', resolve));
+    return started;
+  }
+
+  get port(): number {
+    const address = this.server.address();
+    if (address === null || typeof address === 'string') throw new Error('relay not listening');
+    return address.port;
+  }
+
+  cut(): void {
+    this.#state = 'refusing';
+    for (const socket of this.#live) socket.destroy();
+  }
+
+  hold(): void {
+    this.#state = 'holding';
+  }
+
+  restore(): void {
+    this.#state = 'open';
+    for (const client of this.#held.splice(0)) this.#relay(client);
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    for (const client of this.#held.splice(0)) client.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  #accept(client: Socket): void {
+    client.on('error', () => undefined);
+    if (this.#state === 'refusing') {
+      this.refused++;
+      client.destroy();
+    } else if (this.#state === 'holding') {
+      client.pause();
+      this.#held.push(client);
+    } else this.#relay(client);
+  }
+
+  #relay(client: Socket): void {
+    if (client.destroyed) return;
+    this.connections++;
+    const upstream = connect(this.target.port, this.target.host);
+    for (const socket of [client, upstream]) {
+      this.#live.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        this.#live.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  }
+}
+
+/** The numbers of the lines `N<i>` on a screen, in order. */
+function numberedLines(screen: string): number[] {
+  return [...screen.matchAll(/^N(\d+)\s*$/gm)].map((match) => Number(match[1]));
+}
+
+/** Polls `probe` until it returns true (generous deadline; loaded machines are slow). */
+async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** A tmux session running `sbx <args>`; the pane stays after sbx exits and shows its exit code. */
 async function startInTmux(name: string, args: readonly string[]): Promise<void> {
@@ -27,7 +123,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await tmux.killServer();
+  await relay?.close();
   await cli.sbx(['release', 'thr_tty']);
+  await cli.sbx(['release', 'thr_drop']);
   await real.close();
   cli.close();
 }, SLOW);
@@ -94,6 +192,60 @@ describe('sbx shell in a terminal (tmux)', () => {
       await tmux.cmd('send-keys', '-t', 'check', 'echo "marker-$((3+3))"', 'Enter');
       await tmux.waitFor('check', /^marker-6\s*$/m);
       expect(await tmux.capture('check')).not.toMatch(/typed/);
+    },
+    SLOW,
+  );
+
+  it(
+    'resumes in the same pane after the connection drops: nothing lost or repeated, state kept',
+    async () => {
+      // This thread's shells go through the relay: its cached endpoint is pointed there.
+      const ensured = await cli.sbx(['ensure', 'thr_drop']);
+      expect(ensured.code).toBe(0);
+      const store = new CliStore(cli.home);
+      const agentWs = new URL(store.readThreads()['thr_drop']?.ws_base_url ?? 'ws://missing');
+      relay = await OutageRelay.start(agentWs);
+      const viaRelay = new URL(agentWs);
+      viaRelay.host = `127.0.0.1:${relay.port}`;
+      store.updateThread('thr_drop', (entry) =>
+        entry === undefined ? undefined : { ...entry, ws_base_url: viaRelay.toString() },
+      );
+      await startInTmux('drop', ['shell', 'thr_drop']);
+      await tmux.cmd(
+        'send-keys',
+        '-t',
+        'drop',
+        'mkdir -p deep/er && cd deep/er && KEPT=kept-$((40+2))',
+        'Enter',
+      );
+      const loop = 'for i in $(seq 1 100); do echo "N$i"; echo "$i" > progress; sleep 0.05; done';
+      await tmux.cmd('send-keys', '-t', 'drop', `${loop}; echo "loop-$((5*5))"`, 'Enter');
+      await tmux.waitFor('drop', /^N5\s*$/m);
+
+      relay.cut();
+      // Three refused reconnects: more than the CLI's quick retries would survive.
+      await until(() => Promise.resolve(relay !== undefined && relay.refused >= 3), 'refused reconnects');
+      relay.hold();
+      // The loop goes on while the pane is cut off; read its progress over HTTP, not the relay.
+      const frozen = Math.max(...numberedLines(await tmux.capture('drop')));
+      await until(async () => {
+        const progress = await cli.sbx(['cat', 'thr_drop:/deep/er/progress']);
+        return Number(progress.stdout.trim()) >= Math.min(100, frozen + 20);
+      }, 'output printed while disconnected');
+      expect(Math.max(...numberedLines(await tmux.capture('drop')))).toBe(frozen);
+      relay.restore();
+
+      await tmux.waitFor('drop', /^loop-25\s*$/m, 60_000);
+      expect(numberedLines(await tmux.capture('drop'))).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+      expect(relay.connections).toBeGreaterThanOrEqual(2);
+      // Typing reaches the same shell: its variables and working directory survived.
+      await tmux.cmd('send-keys', '-t', 'drop', 'echo "$KEPT in ${PWD##*/}"', 'Enter');
+      await tmux.waitFor('drop', /^kept-42 in er\s*$/m);
+      await tmux.cmd('resize-window', '-t', 'drop', '-x', '90', '-y', '25');
+      await tmux.cmd('send-keys', '-t', 'drop', 'clear; stty size', 'Enter');
+      await tmux.waitFor('drop', /^25 90\s*$/m);
+      await tmux.cmd('send-keys', '-t', 'drop', 'exit 4', 'Enter');
+      await tmux.waitFor('drop', /\[sbx exited 4\]/);
     },
     SLOW,
   );

@@ -1,10 +1,17 @@
-import type { Shell, ShellExit } from '@sbx/client';
+import type { RetryPolicy, Shell, ShellExit } from '@sbx/client';
 import { loggedIn, parseCommand, positional, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
 /** Ctrl-] (as telnet): leaves the shell running in the sandbox. */
 const DETACH_KEY = 0x1d;
+
+/**
+ * Reconnecting after a drop: a person at a terminal would rather wait out a network blip
+ * (Wi-Fi roaming, a laptop waking) than lose the shell, so up to 10 attempts with backoff
+ * capped at 5 s (under 30 s in all) instead of the CLI's three quick ones.
+ */
+const SHELL_RECONNECT: RetryPolicy = { maxAttempts: 10, baseDelayMs: 250, maxDelayMs: 5_000 };
 
 type Ending = { readonly kind: 'exit'; readonly exit: ShellExit } | { readonly kind: 'detach' };
 
@@ -27,6 +34,7 @@ export async function shell(ctx: CliContext, args: readonly string[]): Promise<n
   const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(
     thread,
     observe ? 'observer' : 'human',
+    { retry: SHELL_RECONNECT },
   );
   const size = { cols: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24 };
   const remote =
