@@ -14,7 +14,7 @@ export interface ShellLimits {
   readonly idleGraceMs?: number;
   /** Output kept for replay on reattach; default 1 MiB, at least 256 KiB. */
   readonly scrollbackBytes?: number;
-  /** Largest output frame; default 64 KiB. */
+  /** Largest output frame; default 256 KiB (fewer, larger socket writes for bulk output). */
   readonly frameBytes?: number;
   /** How long small output waits to be coalesced into one frame; default 4 ms. */
   readonly batchMs?: number;
@@ -49,7 +49,7 @@ export function resolveShellLimits(
     maxShells: Math.max(1, limits.maxShells ?? 16),
     idleGraceMs: Math.max(0, limits.idleGraceMs ?? 15 * 60_000),
     scrollbackBytes,
-    frameBytes: Math.max(4, Math.min(limits.frameBytes ?? 64 * 1024, scrollbackBytes / 4)),
+    frameBytes: Math.max(4, Math.min(limits.frameBytes ?? 256 * 1024, scrollbackBytes / 4)),
     batchMs: Math.max(0, limits.batchMs ?? 4),
     socketHighWaterBytes: Math.max(1, limits.socketHighWaterBytes ?? 1024 * 1024),
     slowClientTimeoutMs: Math.max(1, limits.slowClientTimeoutMs ?? 10_000),
