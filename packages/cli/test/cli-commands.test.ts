@@ -1,25 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { CliStore } from '../src/store.js';
-import { sbxRunner, type SbxRunner } from './support.js';
+import { deadPort, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 120_000;
 let real: RealBroker;
 let cli: SbxRunner;
-
-/** A 127.0.0.1 port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 const modeOf = (file: string): number => statSync(file).mode & 0o777;
 const oneLine = (text: string): boolean => text.trimEnd().split('\n').length === 1;

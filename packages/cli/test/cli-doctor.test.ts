@@ -1,14 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { CliStore } from '../src/store.js';
-import { sbxRunner, type SbxRunner } from './support.js';
+import { deadPort, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 120_000;
 const STEPS = ['login', 'broker', 'auth', 'ensure', 'write', 'read', 'exec', 'shell', 'release'];
@@ -77,16 +76,6 @@ interface Report {
   thread: string;
   exit_code: number;
   steps: { name: string; status: string; duration_ms: number; detail: string }[];
-}
-
-/** A 127.0.0.1 port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 const statuses = (report: Report): string[] => report.steps.map((s) => `${s.name}:${s.status}`);

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
-import { SBX_BIN, Tmux, sbxRunner, type SbxRunner } from './support.js';
+import { SBX_BIN, Tmux, logInAndEnsure, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 180_000;
 const THREAD = 'thr_progress';
@@ -58,13 +58,7 @@ beforeAll(async () => {
   real = await startRealBroker();
   cli = sbxRunner();
   work = path.dirname(cli.home);
-  for (const args of [
-    ['login', '--broker', real.harness.url],
-    ['ensure', THREAD],
-  ]) {
-    const result = await cli.sbx(args, { input: real.apiKey });
-    if (result.code !== 0) throw new Error(`sbx ${args[0] ?? ''} failed: ${result.stderr}`);
-  }
+  await logInAndEnsure(cli, real.harness.url, real.apiKey, [THREAD]);
   big = randomBytes(BIG_BYTES);
   writeFileSync(path.join(work, 'big.bin'), big);
 }, SLOW);

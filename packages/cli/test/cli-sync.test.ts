@@ -13,7 +13,7 @@ import {
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
-import { SBX_BIN, sbxEnv, sbxRunner, type SbxRunner } from './support.js';
+import { SBX_BIN, logInAndEnsure, sbxEnv, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 120_000;
 const THREAD = 'thr_sync';
@@ -72,13 +72,7 @@ beforeAll(async () => {
   real = await startRealBroker();
   cli = sbxRunner();
   work = path.dirname(cli.home);
-  for (const args of [
-    ['login', '--broker', real.harness.url],
-    ['ensure', THREAD],
-  ]) {
-    const result = await cli.sbx(args, { input: real.apiKey });
-    if (result.code !== 0) throw new Error(`sbx ${args[0] ?? ''} failed: ${result.stderr}`);
-  }
+  await logInAndEnsure(cli, real.harness.url, real.apiKey, [THREAD]);
   mkdirSync(local('src', 'dir', 'deep'), { recursive: true });
   mkdirSync(local('src', 'empty'));
   writeFileSync(local('src', 'a.txt'), 'alpha\n');

@@ -2,6 +2,7 @@
 // broker that the test process serves (so spawning must be asynchronous).
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +56,29 @@ function runSbx(home: string, args: readonly string[], input?: string | Buffer):
     );
     child.stdin.end(input);
   });
+}
+
+/** A 127.0.0.1 port nothing listens on (bound, then closed). */
+export async function deadPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** Logs `cli` in to `brokerUrl` with `apiKey` (on stdin), then runs `sbx ensure` for each thread. */
+export async function logInAndEnsure(
+  cli: SbxRunner,
+  brokerUrl: string,
+  apiKey: string,
+  threads: readonly string[],
+): Promise<void> {
+  for (const args of [['login', '--broker', brokerUrl], ...threads.map((thread) => ['ensure', thread])]) {
+    const result = await cli.sbx(args, { input: apiKey });
+    if (result.code !== 0) throw new Error(`sbx ${args[0] ?? ''} failed: ${result.stderr}`);
+  }
 }
 
 /** A tmux server of the test's own (its own socket), so nothing else's sessions are touched. */
