@@ -1,12 +1,14 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { CliStore } from '../src/store.js';
-import { deadPort, sbxRunner, type SbxRunner } from './support.js';
+import { SBX_BIN, deadPort, sbxEnv, sbxRunner, type SbxRunner } from './support.js';
 
 const SLOW = 120_000;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let real: RealBroker;
 let cli: SbxRunner;
 
@@ -164,6 +166,39 @@ describe('sbx on a thread', () => {
       const json = await cli.sbx(['exec', 'thr_cli', '--json', '--', 'sh', '-c', 'echo hi; exit 2']);
       expect(json.code).toBe(2);
       expect(JSON.parse(json.stdout)).toMatchObject({ exit_code: 2, stdout: 'hi\n' });
+    },
+    SLOW,
+  );
+
+  it(
+    'exec -i passes stdin through; without -i the command sees EOF at once',
+    async () => {
+      const upper = await cli.sbx(['exec', 'thr_cli', '-i', '--', 'tr', 'a-z', 'A-Z'], { input: 'hello\n' });
+      expect(upper).toEqual({ code: 0, stdout: 'HELLO\n', stderr: '' });
+      const closed = await cli.sbx(['exec', 'thr_cli', '--', 'cat'], { input: 'ignored' });
+      expect(closed).toEqual({ code: 0, stdout: '', stderr: '' });
+    },
+    SLOW,
+  );
+
+  it(
+    'exec streams output as it is written, and Ctrl-C (SIGINT) reaches the command',
+    async () => {
+      const child = spawn(
+        process.execPath,
+        [SBX_BIN, 'exec', 'thr_cli', '--', 'sh', '-c', 'echo first; sleep 30; echo never'],
+        // Its own process group, so SIGINT can go to the group as a terminal's Ctrl-C does.
+        { env: sbxEnv(cli.home), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      );
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const deadline = Date.now() + 30_000;
+      while (!stdout.includes('first') && Date.now() < deadline) await sleep(50);
+      expect(stdout).toBe('first\n'); // printed while the command is still running
+      process.kill(-child.pid!, 'SIGINT');
+      expect(await exited).toBe(130);
+      expect(stdout).not.toContain('never');
     },
     SLOW,
   );

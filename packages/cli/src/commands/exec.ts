@@ -1,15 +1,16 @@
 import { constants } from 'node:os';
-import type { ExecResult } from '@sbx/client';
+import type { ExecResult, SandboxClient } from '@sbx/client';
 import { loggedIn, parseCommand, positional, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-const USAGE = 'exec: sbx exec <thread> [--cwd <dir>] [--timeout <seconds>] -- <command> [args…]';
+const USAGE = 'exec: sbx exec <thread> [-i] [--cwd <dir>] [--timeout <seconds>] -- <command> [args…]';
 
 /**
- * Runs a command to completion in the sandbox (through the agent binding: only agents hold
- * `process`), passes its output through and exits with its exit code (128 + n for a
- * signal, as a shell reports it).
+ * Runs a command in the sandbox (through the agent binding: only agents hold `process`),
+ * streams its output as it is written and exits with its exit code (128 + n for a signal,
+ * as a shell reports it). `-i` passes this process's stdin through (EOF included);
+ * Ctrl-C and SIGTERM are passed on to the command. `--json` waits and prints one result.
  */
 export async function exec(ctx: CliContext, args: readonly string[]): Promise<number> {
   const separator = args.indexOf('--');
@@ -20,6 +21,7 @@ export async function exec(ctx: CliContext, args: readonly string[]): Promise<nu
     cwd: { type: 'string' },
     timeout: { type: 'string' },
     json: { type: 'boolean' },
+    interactive: { type: 'boolean', short: 'i' },
   });
   const thread = positional('exec', positionals, 0, 'thread');
   const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout) * 1000;
@@ -27,24 +29,48 @@ export async function exec(ctx: CliContext, args: readonly string[]): Promise<nu
     throw new UsageError(`${USAGE}; --timeout must be a positive number`);
   const { config, broker } = loggedIn(ctx);
   const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(thread, 'agent');
-  const result = await sandbox.exec.run(
-    { argv },
-    {
-      ...(values.cwd === undefined ? {} : { cwd: values.cwd }),
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-    },
-  );
-  if (values.json === true) printJson(ctx, result);
-  else {
-    ctx.stdout.write(decoded(result.stdout, result.stdout_encoding));
-    ctx.stderr.write(decoded(result.stderr, result.stderr_encoding));
-    if (result.timed_out) ctx.stderr.write(`sbx: the command timed out after ${result.duration_ms} ms\n`);
-  }
+  const options = {
+    ...(values.cwd === undefined ? {} : { cwd: values.cwd }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  };
+  if (values.json !== true) return streamed(ctx, sandbox, argv, options, values.interactive === true);
+  const result = await sandbox.exec.run({ argv }, options);
+  printJson(ctx, result);
   return exitCodeOfResult(result);
 }
 
-function decoded(data: string, encoding: ExecResult['stdout_encoding']): Buffer {
-  return Buffer.from(data, encoding === 'base64' ? 'base64' : 'utf8');
+async function streamed(
+  ctx: CliContext,
+  sandbox: SandboxClient,
+  argv: readonly string[],
+  options: { readonly cwd?: string; readonly timeoutMs?: number },
+  interactive: boolean,
+): Promise<number> {
+  const run = await sandbox.exec.stream(
+    { argv },
+    { ...options, onStdout: (data) => ctx.stdout.write(data), onStderr: (data) => ctx.stderr.write(data) },
+  );
+  const forward = (signal: 'SIGINT' | 'SIGTERM') => () => run.kill(signal);
+  const onInt = forward('SIGINT');
+  const onTerm = forward('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  if (interactive) pipeStdin(ctx, run);
+  else run.closeStdin();
+  try {
+    const exit = await run.wait();
+    if (exit.timedOut) ctx.stderr.write(`sbx: the command timed out and was terminated\n`);
+    return exit.code;
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    ctx.stdin.pause();
+  }
+}
+
+function pipeStdin(ctx: CliContext, run: { write(data: Uint8Array): void; closeStdin(): void }): void {
+  ctx.stdin.on('data', (chunk: Buffer) => run.write(chunk));
+  ctx.stdin.once('end', () => run.closeStdin());
 }
 
 function exitCodeOfResult(result: ExecResult): number {

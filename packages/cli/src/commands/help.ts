@@ -10,7 +10,7 @@ export const HELP = `sbx: shared sandboxes from the terminal
   sbx ensure <thread>            attach to or create the thread's sandbox
   sbx sessions                   threads cached on this machine
   sbx release <thread>           release this CLI's bindings (the last one ends the sandbox)
-  sbx exec <thread> [--cwd d] [--timeout s] -- <cmd> [args…]   exit code propagates
+  sbx exec <thread> [-i] [--cwd d] [--timeout s] -- <cmd> [args…]   streams output, exit code propagates
   sbx cat <thread>:<path>        sbx ls <thread>[:<path>]       sbx rm [-r] <thread>:<path>
   sbx cp <src> <dst>             one side <thread>:<path>, the other local
   sbx sync <dir> <thread>[:<path>] [--delete] [--watch]   push a directory (new and changed files)
