@@ -3,80 +3,37 @@ import {
   NotFoundError,
   RefreshingCredentials,
   SandboxClient,
-  SessionExpiredError,
-  TransportError,
-  UnauthenticatedError,
   type BrokerClient,
   type Credential,
   type NegotiateTarget,
   type RetryPolicy,
 } from '@sbx/client';
 import { CLI_RETRY } from './context.js';
+import { renegotiatingClient } from './renegotiating-client.js';
+import { brokerErrors, isGone, stalenessOf, type Staleness } from './staleness.js';
 import { BINDING_ROLES, type BindingRole, type CachedThread, type CliStore } from './store.js';
 
 /**
  * The CLI's bindings on a thread's sandbox. The broker grants by actor type: a human gets
  * `fs:rw shell`, an agent `fs:rw process` (docs/sessions.md). The CLI is a person's tool
- * that also runs commands for them, so it holds up to three bindings on one sandbox:
- * `human` (files, shells), `agent` (exec, actor `<id>.cli`: the user's CLI acting as its
- * agent) and `observer` (`shell:ro` only, for `sbx shell --observe`).
+ * that also runs commands for them, so it holds two bindings on one sandbox: `human`
+ * (files, shells) and `agent` (exec, actor `<id>.cli`: the user's CLI acting as its agent).
+ * The `observer` role (`sbx shell --observe`) is the human binding with tokens narrowed to
+ * `shell:ro` at refresh, so the agent itself refuses its keystrokes.
  */
-interface RoleRequest {
-  readonly actor: { readonly type: 'human' | 'agent'; readonly id: string };
-  readonly requested_capabilities?: string[];
-}
+type NegotiatedRole = Exclude<BindingRole, 'observer'>;
+const OBSERVER_CAPABILITIES = ['shell:ro'];
 
-function targetOf(thread: string, role: BindingRole, actorId: string, hint?: string): NegotiateTarget {
-  const roles: Record<BindingRole, RoleRequest> = {
-    human: { actor: { type: 'human', id: actorId } },
-    agent: { actor: { type: 'agent', id: `${actorId}.cli` } },
-    observer: { actor: { type: 'human', id: `${actorId}.observer` }, requested_capabilities: ['shell:ro'] },
-  };
+function targetOf(thread: string, role: NegotiatedRole, actorId: string, hint?: string): NegotiateTarget {
+  const actors = {
+    human: { type: 'human', id: actorId },
+    agent: { type: 'agent', id: `${actorId}.cli` },
+  } as const;
   return {
     scope: { type: 'thread', id: thread },
-    ...roles[role],
+    actor: actors[role],
     ...(hint === undefined ? {} : { sandbox_hint: hint }),
   };
-}
-
-/** 404 SESSION_NOT_FOUND / BINDING_NOT_FOUND or 410 SESSION_EXPIRED from the broker's session routes. */
-const isGone = (err: unknown): boolean => err instanceof NotFoundError || err instanceof SessionExpiredError;
-
-/**
- * Why a cached binding stopped working, read from the failure it caused (docs/sessions.md,
- * "CLI cache and renegotiation"):
- * - `gone`: the broker's refresh answered 404 (unknown binding) or 410 (released, or its
- *   sandbox ended). That sandbox is not coming back: ensure without it as the hint.
- * - `rejected`: the agent refused the token (401, WebSocket close 1008, 4401 expired):
- *   tampered, expired, or for another sandbox. Ensure with the cached id as the hint.
- * - `unreachable`: connection refused, unknown or unreachable host: the request never
- *   arrived, so running it again is safe. The hint lets the broker resume a suspended one.
- * Anything else is an answer: a 403 (a real refusal), a missing file, a timeout or reset
- * (the request may have run), the broker's own 401.
- */
-export type Staleness = 'gone' | 'rejected' | 'unreachable';
-
-/** Errors of the broker's refresh route: a broker 401 is a bad login, not a stale token. */
-const brokerErrors = new WeakSet<object>();
-
-const NEVER_ARRIVED: readonly string[] = ['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH'];
-
-/** Whether a transport failure happened before the request reached anyone (its causes say). */
-function neverArrived(err: unknown, depth = 0): boolean {
-  if (typeof err !== 'object' || err === null || depth > 4) return false;
-  if ('code' in err && typeof err.code === 'string' && NEVER_ARRIVED.includes(err.code)) return true;
-  if (err instanceof AggregateError && err.errors.length > 0) {
-    return err.errors.every((each) => neverArrived(each, depth + 1));
-  }
-  return 'cause' in err && neverArrived(err.cause, depth + 1);
-}
-
-function stalenessOf(err: unknown): Staleness | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  if (brokerErrors.has(err)) return isGone(err) ? 'gone' : undefined;
-  if (err instanceof UnauthenticatedError || err instanceof SessionExpiredError) return 'rejected';
-  if (err instanceof TransportError && neverArrived(err.cause)) return 'unreachable';
-  return undefined;
 }
 
 interface Opened {
@@ -145,7 +102,8 @@ export class ThreadSessions {
     const released: string[] = [];
     for (const role of BINDING_ROLES) {
       const binding = entry.bindings[role];
-      if (binding === undefined) continue;
+      // The observer holds the human's binding: release each binding once.
+      if (binding === undefined || released.includes(binding.session_id)) continue;
       await this.broker.release(binding.session_id).catch((err: unknown) => {
         if (!isGone(err)) throw err;
       });
@@ -168,7 +126,8 @@ export class ThreadSessions {
     const credentials = new RefreshingCredentials({
       initial: { token: binding.token, expiresAt: new Date(binding.expires_at) },
       refresh: async (): Promise<Credential> => {
-        const answer = await this.broker.refresh(binding.session_id).catch((err: unknown) => {
+        const narrowed = role === 'observer' ? { capabilities: OBSERVER_CAPABILITIES } : {};
+        const answer = await this.broker.refresh(binding.session_id, narrowed).catch((err: unknown) => {
           if (typeof err === 'object' && err !== null) brokerErrors.add(err);
           throw err;
         });
@@ -223,6 +182,7 @@ export class ThreadSessions {
     mode: 'ensure' | 'get',
     hint = this.store.readThreads()[thread]?.sandbox_id,
   ): Promise<CachedThread> {
+    if (role === 'observer') return this.#observe(thread, mode, hint);
     const target = targetOf(thread, role, this.actorId, hint);
     let answer: SessionResponse;
     try {
@@ -252,47 +212,19 @@ export class ThreadSessions {
     if (saved === undefined) throw new Error('thread cache update did not run');
     return saved;
   }
-}
 
-/** The renegotiated client for a stale failure, or undefined when the failure is an answer. */
-type Renegotiate = (err: unknown) => Promise<SandboxClient> | undefined;
-
-/**
- * The SandboxClient the commands get: a method of the client, its `files` or its `exec`
- * runs on the current client and, when its promise fails because the binding is stale,
- * once more on the renegotiated one. A Proxy, so every command (and SDK method) is covered
- * without knowing. Never run again: a call given a stream (its body is spent), one that
- * returns no promise (a handle such as a watch), a call on the renegotiated client.
- */
-function renegotiatingClient(first: SandboxClient, renegotiate: Renegotiate): SandboxClient {
-  let current = first;
-  const facade = <T extends object>(pick: (client: SandboxClient) => T, nested: object = {}): T =>
-    new Proxy(pick(first), {
-      get(_target, name) {
-        if (Object.hasOwn(nested, name)) return Reflect.get(nested, name);
-        const value: unknown = Reflect.get(pick(current), name);
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]): unknown => {
-          const callOn = (client: SandboxClient): unknown => {
-            const api = pick(client);
-            const method: unknown = Reflect.get(api, name);
-            if (typeof method !== 'function') throw new TypeError(`${String(name)} is not a method`);
-            return Reflect.apply(method, api, args);
-          };
-          const ranOn = current;
-          const result = callOn(ranOn);
-          if (!(result instanceof Promise) || ranOn !== first) return result;
-          if (args.some((arg) => arg instanceof ReadableStream)) return result;
-          return result.catch(async (err: unknown) => {
-            const next = renegotiate(err);
-            if (next === undefined) throw err;
-            current = await next;
-            return callOn(current);
-          });
-        };
-      },
-    });
-  const files = facade((client) => client.files);
-  const exec = facade((client) => client.exec);
-  return facade((client) => client, { files, exec });
+  /** The human binding (negotiated when not cached) with a `shell:ro` token of its own. */
+  async #observe(thread: string, mode: 'ensure' | 'get', hint?: string): Promise<CachedThread> {
+    const cached = this.store.readThreads()[thread];
+    const entry =
+      cached?.bindings.human === undefined ? await this.#negotiate(thread, 'human', mode, hint) : cached;
+    const human = entry.bindings.human;
+    if (human === undefined) throw new Error(`no human binding cached for ${thread}`);
+    const answer = await this.broker.refresh(human.session_id, { capabilities: OBSERVER_CAPABILITIES });
+    const observer = { session_id: human.session_id, token: answer.token, expires_at: answer.expires_at };
+    this.store.updateThread(thread, (old) =>
+      old?.sandbox_id === entry.sandbox_id ? { ...old, bindings: { ...old.bindings, observer } } : old,
+    );
+    return { ...entry, bindings: { ...entry.bindings, observer } };
+  }
 }

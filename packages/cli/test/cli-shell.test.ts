@@ -183,6 +183,13 @@ describe('sbx shell in a terminal (tmux)', () => {
       const id = (await tmux.waitFor('owner', /detached from shell (\S+);/))[1] ?? '';
       await startInTmux('watcher', ['shell', 'thr_tty', '--observe', '--id', id]);
       await tmux.waitFor('watcher', /^owner-2\s*$/m);
+      // The watcher's token is the human binding's, narrowed to shell:ro: the agent refuses its keys too.
+      const bindings = new CliStore(cli.home).readThreads()['thr_tty']?.bindings;
+      const claims = JSON.parse(
+        Buffer.from(bindings?.observer?.token.split('.')[1] ?? '', 'base64url').toString('utf8'),
+      ) as { scope?: string };
+      expect(claims.scope).toBe('shell:ro');
+      expect(bindings?.observer?.session_id).toBe(bindings?.human?.session_id);
       await tmux.cmd('send-keys', '-t', 'watcher', 'echo "typed-$((2+3))"', 'Enter');
       await tmux.cmd('send-keys', '-t', 'watcher', 'C-]');
       await tmux.waitFor('watcher', /\[sbx exited 0\]/);

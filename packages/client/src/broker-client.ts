@@ -104,16 +104,22 @@ export class BrokerClient {
     return httpJson(this.#endpoint, request, (v) => GetBindingResponse.parse(v), options);
   }
 
-  /** A new token for the session; `mvp: true` uses the MVP `/refresh` route. */
+  /**
+   * A new token for the session; `mvp: true` uses the MVP `/refresh` route. `capabilities`
+   * makes this token carry only those (within what the session holds): a `shell:ro` token
+   * to watch a shell, say. More than the session holds is a CapabilityDeniedError.
+   */
   refresh(
     sessionId: string,
-    options: CallOptions & { readonly mvp?: boolean } = {},
+    options: CallOptions & { readonly mvp?: boolean; readonly capabilities?: readonly string[] } = {},
   ): Promise<RefreshTokenResponse> {
     const suffix = options.mvp === true ? '/refresh' : '/refresh-token';
+    const narrowed =
+      options.capabilities === undefined ? {} : { requested_capabilities: [...options.capabilities] };
     const request = {
       method: 'POST',
       path: sessionPath(sessionId, suffix),
-      body: { json: {} },
+      body: { json: narrowed },
       idempotent: true,
       what: 'refresh session token',
     } as const;

@@ -6,7 +6,7 @@ import {
   RefreshTokenResponse,
   SessionResponse,
 } from './session-responses.js';
-import { EmptyBody, NegotiateSessionRequest, SessionPathParams } from './sessions.js';
+import { EmptyBody, NegotiateSessionRequest, RefreshTokenRequest, SessionPathParams } from './sessions.js';
 import {
   ThreadHeartbeatRequest,
   ThreadHeartbeatResponse,
@@ -94,7 +94,7 @@ export const ROUTES = {
     path: '/v1/sandbox/sessions/{session_id}/refresh',
     summary: 'MVP token refresh; MVP clients read {token, expires_at} of the response',
     params: SessionPathParams,
-    body: EmptyBody,
+    body: RefreshTokenRequest,
     response: RefreshTokenResponse,
     errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'SESSION_NOT_FOUND', 'SESSION_EXPIRED', ...TOKEN_ERRORS],
   },
@@ -103,7 +103,7 @@ export const ROUTES = {
     path: '/v1/sandbox/sessions/{session_id}/refresh-token',
     summary: 'Full token refresh: new credentials, lease unchanged',
     params: SessionPathParams,
-    body: EmptyBody,
+    body: RefreshTokenRequest,
     response: RefreshTokenResponse,
     errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'SESSION_EXPIRED', ...TOKEN_ERRORS],
   },

@@ -139,6 +139,16 @@ export type NegotiateSessionRequestInput = z.input<typeof NegotiateSessionReques
 export const SessionPathParams = z.strictObject({ session_id: Id });
 export type SessionPathParams = z.infer<typeof SessionPathParams>;
 
-/** Body of MVP `POST …/{session_id}/refresh`, full `POST …/{binding_id}/refresh-token` and `…/heartbeat`: `{}`. */
+/**
+ * Body of MVP `POST …/{session_id}/refresh` and full `POST …/{binding_id}/refresh-token`:
+ * `{}` (MVP clients send nothing else), or `requested_capabilities` to have this one token
+ * carry less than the binding holds (least privilege: a `shell:ro` token to watch a shell
+ * from a binding that may type into it). More than the binding holds is 403 CAPABILITY_DENIED.
+ */
+export const RefreshTokenRequest = z.strictObject({ requested_capabilities: CapabilityList.optional() });
+export type RefreshTokenRequest = z.infer<typeof RefreshTokenRequest>;
+export type RefreshTokenRequestInput = z.input<typeof RefreshTokenRequest>;
+
+/** Body of `…/heartbeat`: `{}`. */
 export const EmptyBody = z.strictObject({});
 export type EmptyBody = z.infer<typeof EmptyBody>;

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { SessionResponse } from '@sbx/protocol';
+import { RefreshTokenResponse, SessionResponse } from '@sbx/protocol';
 import { createOidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
 import { FakeProvider } from '../../src/providers/fake-provider.js';
 import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
@@ -195,5 +195,30 @@ describeEachBackend('capability policy and caller scopes', (backend) => {
     const disabled = await negotiate(key, { scope: thread(), mode: 'ensure' });
     expect(disabled.status).toBe(403);
     expect(disabled.body.error.message).toContain('disabled');
+  });
+
+  it('narrows one refreshed token on request, never widens it, and leaves the binding as it was', async () => {
+    const key = await broker.apiKey({ scopes: all, principalType: 'user' });
+    const session = SessionResponse.parse((await negotiate(key, { scope: thread(), mode: 'ensure' })).body);
+    expect(session.credentials.granted_capabilities).toEqual(['fs:rw', 'shell']);
+    const refresh = (body: object, route = 'refresh-token') =>
+      request(broker.url)
+        .post(`/v1/sandbox/sessions/${session.session_id}/${route}`)
+        .set(bearer(key))
+        .send(body);
+
+    for (const route of ['refresh-token', 'refresh']) {
+      const watch = await refresh({ requested_capabilities: ['shell:ro'] }, route);
+      expect(watch.status).toBe(200);
+      expect(RefreshTokenResponse.parse(watch.body).granted_capabilities).toEqual(['shell:ro']);
+    }
+    const wider = await refresh({ requested_capabilities: ['shell', 'process'] });
+    expect(wider.status).toBe(403);
+    expect(wider.body.error).toMatchObject({ code: 'CAPABILITY_DENIED' });
+    expect((await refresh({ requested_capabilities: ['shell:rw!'] })).status).toBe(400);
+    expect((await refresh({ scopes: ['shell:ro'] })).status).toBe(400);
+    // The binding keeps what it holds: a plain refresh is as before.
+    const plain = RefreshTokenResponse.parse((await refresh({})).body);
+    expect(plain.granted_capabilities).toEqual(['fs:rw', 'shell']);
   });
 });

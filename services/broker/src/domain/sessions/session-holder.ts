@@ -1,13 +1,19 @@
 // What a holder does with its session: inspect it, refresh its token, keep the
 // lease alive, release it. Releasing the last binding of a sandbox terminates
 // and destroys the sandbox; releasing one of several leaves it to the others.
-import { normalizeCapability, SbxError, type SandboxState } from '@sbx/protocol';
+import {
+  canonicalScopes,
+  normalizeCapability,
+  SbxError,
+  type CapabilityScope,
+  type SandboxState,
+} from '@sbx/protocol';
 import type { SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { AuditContext } from '../audit/audit-trail.js';
 import { requireHolderScope } from './actor-resolution.js';
 import { auditSandbox } from './sandbox-audit.js';
 import { locateBinding, locatorSubject, type BindingLocator } from './binding-locator.js';
-import { assertGranted, callerCeiling, grantCapabilities } from './capability-grant.js';
+import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
 import {
   audited,
   clientPolicy,
@@ -26,6 +32,8 @@ export interface RefreshOptions {
   readonly ttlSeconds?: number | undefined;
   /** Thread refresh: the current token, which must verify for this binding's sandbox and session. */
   readonly currentToken?: string | undefined;
+  /** This token only carries these (within what the binding holds); the binding is unchanged. */
+  readonly capabilities?: readonly CapabilityScope[] | undefined;
 }
 
 export interface Heartbeat {
@@ -95,10 +103,17 @@ export function refreshSession(
       callerCeiling(context.principal),
     ]);
     assertGranted(capabilities, held);
-    subject.scopes = capabilities;
+    const narrowed = options.capabilities;
+    const issued = narrowed === undefined ? capabilities : grantCapabilities(narrowed, [capabilities]);
+    if (narrowed !== undefined && !sameScopes(issued, canonicalScopes(narrowed)))
+      throw new SbxError(
+        'CAPABILITY_DENIED',
+        `this session holds ${capabilities.join(' ')}, not ${narrowed.join(' ')}`,
+      );
+    subject.scopes = issued;
     const requestedTtl = options.ttlSeconds ?? proof?.ttlSeconds;
     const ttl = tokenLifetime(requestedTtl, core.settings.defaultTokenTtlSeconds, policy.maxTokenTtlSeconds);
-    const token = await core.tokens.issue(context, sandbox, binding, capabilities, ttl);
+    const token = await core.tokens.issue(context, sandbox, binding, issued, ttl);
     subject.jti = token.jti;
     return { binding, sandbox, policy, isolation: core.provider.isolation, token };
   });

@@ -2,7 +2,7 @@
 // the same paths. MVP routes answer SESSION_* codes, the full ones BINDING_*;
 // `POST /v1/sandbox/sessions` tells them apart by the body (`thread_id`: MVP).
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { EmptyBody, NegotiateSessionRequest, SessionPathParams } from '@sbx/protocol';
+import { EmptyBody, NegotiateSessionRequest, RefreshTokenRequest, SessionPathParams } from '@sbx/protocol';
 import type { BindingLocator } from '../../domain/sessions/binding-locator.js';
 import type { ErrorFamily } from '../../domain/sessions/session-errors.js';
 import type { SessionService } from '../../domain/sessions/session-service.js';
@@ -44,8 +44,9 @@ export function sessionRoutes(deps: SessionRoutesDeps): Router {
     (family: ErrorFamily): RequestHandler =>
     async (req: Request, res: Response) => {
       const locator = locatorOf(req, family);
-      bodyOf(EmptyBody, req);
-      res.json(refreshBody(await service.refresh(callContext(res), locator)));
+      const body = bodyOf(RefreshTokenRequest, req);
+      const options = { capabilities: body.requested_capabilities };
+      res.json(refreshBody(await service.refresh(callContext(res), locator, options)));
     };
   const refreshLimit = rateLimit(deps, 'session', 'session.refresh');
   router.post(`${ONE}/refresh`, authenticate, refreshLimit, refresh('session'));
