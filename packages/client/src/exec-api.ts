@@ -1,5 +1,12 @@
-import type { Signal } from '@sbx/protocol';
-import { asObject, type ExecResult, type ProcessInfo, type ProcessOutput } from './dataplane-types.js';
+import {
+  type Signal,
+  ExecResponse,
+  ProcessInfo,
+  ProcessList,
+  ProcessOutputResponse,
+  ProcessStartResponse,
+} from '@sbx/protocol';
+import type { ExecResult, ProcessOutput } from './dataplane-types.js';
 import { ExecStream, type Command, type CommandOptions, type ExecStreamOptions } from './exec-stream.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
 import { OutputFollow } from './output-follow.js';
@@ -55,7 +62,7 @@ export class ExecApi {
       idempotent: false,
       what: 'exec',
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<ExecResult>(v), call);
+    return httpJson(this.endpoint, request, (v) => ExecResponse.parse(v), call);
   }
 
   start(
@@ -74,12 +81,7 @@ export class ExecApi {
       idempotent: false,
       what: 'start process',
     } as const;
-    return httpJson(
-      this.endpoint,
-      request,
-      (v) => asObject<{ process_id: string; pid: number | null }>(v),
-      options,
-    );
+    return httpJson(this.endpoint, request, (v) => ProcessStartResponse.parse(v), options);
   }
 
   get(processId: string, options: CallOptions = {}): Promise<ProcessInfo> {
@@ -89,7 +91,7 @@ export class ExecApi {
       idempotent: true,
       what: 'inspect process',
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<ProcessInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => ProcessInfo.parse(v), options);
   }
 
   list(options: CallOptions = {}): Promise<readonly ProcessInfo[]> {
@@ -99,12 +101,7 @@ export class ExecApi {
       idempotent: true,
       what: 'list processes',
     } as const;
-    return httpJson(
-      this.endpoint,
-      request,
-      (v) => asObject<{ processes: ProcessInfo[] }>(v).processes,
-      options,
-    );
+    return httpJson(this.endpoint, request, (v) => ProcessList.parse(v).processes, options);
   }
 
   stdin(
@@ -131,7 +128,7 @@ export class ExecApi {
       idempotent: true,
       what: 'signal process',
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<ProcessInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => ProcessInfo.parse(v), options);
   }
 
   /**
@@ -155,7 +152,7 @@ export class ExecApi {
     } as const;
     if (options.follow === true)
       return new OutputFollow(() => httpCall(this.endpoint, request, options), options.signal);
-    return httpJson(this.endpoint, request, (v) => asObject<ProcessOutput>(v), options);
+    return httpJson(this.endpoint, request, (v) => ProcessOutputResponse.parse(v), options);
   }
 
   /** Kills the process if it runs and forgets it. */
@@ -166,7 +163,7 @@ export class ExecApi {
       idempotent: true,
       what: 'remove process',
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<ProcessInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => ProcessInfo.parse(v), options);
   }
 }
 

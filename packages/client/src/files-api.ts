@@ -1,4 +1,4 @@
-import { asObject, type DirectoryListing, type PathInfo } from './dataplane-types.js';
+import { DirectoryListing, PathInfo } from '@sbx/protocol';
 import { FileWatch, type WatchOptions } from './file-watch.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
 import type { SocketContext } from './ws-channel.js';
@@ -54,7 +54,7 @@ export class FilesApi {
       idempotent: true,
       what: `write ${path}`,
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => PathInfo.parse(v), options);
   }
 
   list(path: string, options: CallOptions = {}): Promise<DirectoryListing> {
@@ -65,7 +65,7 @@ export class FilesApi {
       idempotent: true,
       what: `list ${path}`,
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<DirectoryListing>(v), options);
+    return httpJson(this.endpoint, request, (v) => DirectoryListing.parse(v), options);
   }
 
   stat(path: string, options: CallOptions = {}): Promise<PathInfo> {
@@ -76,7 +76,7 @@ export class FilesApi {
       idempotent: true,
       what: `stat ${path}`,
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => PathInfo.parse(v), options);
   }
 
   mkdir(path: string, options: CallOptions & { readonly parents?: boolean } = {}): Promise<PathInfo> {
@@ -88,7 +88,7 @@ export class FilesApi {
       idempotent: true,
       what: `mkdir ${path}`,
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => PathInfo.parse(v), options);
   }
 
   /** Not retried after a transport failure: the first attempt may have moved it already. */
@@ -105,7 +105,7 @@ export class FilesApi {
       idempotent: false,
       what: `move ${from}`,
     } as const;
-    return httpJson(this.endpoint, request, (v) => asObject<PathInfo>(v), options);
+    return httpJson(this.endpoint, request, (v) => PathInfo.parse(v), options);
   }
 
   async remove(path: string, options: CallOptions & { readonly recursive?: boolean } = {}): Promise<void> {

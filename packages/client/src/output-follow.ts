@@ -1,6 +1,7 @@
 import { clientError } from './errors.js';
 import { bytesOf } from './frame-bytes.js';
-import { asObject, type FollowOutputLine, type ProcessExitStatus } from './dataplane-types.js';
+import { FollowExitLine, FollowOutputLine } from '@sbx/protocol';
+import type { ProcessExitStatus } from './dataplane-types.js';
 import { abortReason } from './retry.js';
 
 /** Bytes one of the process's streams wrote, exactly. */
@@ -28,10 +29,12 @@ async function* linesOf(body: ReadableStream<Uint8Array>): AsyncGenerator<string
   }
 }
 
-function parseLine(line: string): FollowOutputLine | ProcessExitStatus {
-  const value = asObject<Record<string, unknown>>(JSON.parse(line));
-  if (typeof value['stream'] === 'string') return asObject<FollowOutputLine>(value);
-  if ('exit_code' in value) return asObject<ProcessExitStatus>(value);
+function parseLine(line: string): FollowOutputLine | FollowExitLine {
+  const value: unknown = JSON.parse(line);
+  const output = FollowOutputLine.safeParse(value);
+  if (output.success) return output.data;
+  const exit = FollowExitLine.safeParse(value);
+  if (exit.success) return exit.data;
   throw clientError('INTERNAL', 'the sandbox sent a process output line of an unknown shape');
 }
 

@@ -12,3 +12,5 @@ export * from './server-frames.js';
 export * from './frame-parse.js';
 export * from './ws-close.js';
 export * from './routes.js';
+export * from './dataplane-files.js';
+export * from './dataplane-exec.js';

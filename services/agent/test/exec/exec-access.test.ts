@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
-import { ExecResponse, ProcessStartResponse } from '../../src/http/exec/exec-schemas.js';
+import { ExecResponse, ProcessStartResponse } from '@sbx/protocol';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { TestSocket } from '../support/ws-client.js';
 import { call } from './exec-test-kit.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
-import { ExecResponse } from '../../src/http/exec/exec-schemas.js';
+import { ExecResponse } from '@sbx/protocol';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { call, decode, pidsWith, uniqueSleep, waitFor } from './exec-test-kit.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { bubblewrapLauncher, directLauncher } from '../../src/adapters/launcher.js';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
-import { ExecResponse } from '../../src/http/exec/exec-schemas.js';
+import { ExecResponse } from '@sbx/protocol';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { TestSocket } from '../support/ws-client.js';
 import { call, pidsWith, uniqueSleep, waitFor } from './exec-test-kit.js';

@@ -7,7 +7,7 @@ import {
   ProcessList,
   ProcessOutputResponse,
   ProcessStartResponse,
-} from '../../src/http/exec/exec-schemas.js';
+} from '@sbx/protocol';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { call, decode, pidsWith, uniqueSleep, waitFor } from './exec-test-kit.js';
 

@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { DirectoryListing, PathInfo } from '../../src/http/files/file-schemas.js';
+import { DirectoryListing, PathInfo } from '@sbx/protocol';
 import type { TestAgent } from '../support/agent-harness.js';
 import { expectError, jsonOf, send, sha256, startFilesAgent } from './files-test-kit.js';
 

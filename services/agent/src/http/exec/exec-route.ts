@@ -1,11 +1,10 @@
 import express, { type Router } from 'express';
-import { parseOrThrow } from '@sbx/protocol';
+import { parseOrThrow, ExecRequest, type ExecResponse } from '@sbx/protocol';
 import { decodeData, encodeBytes, encodeCutBytes } from '../../domain/exec/byte-encoding.js';
 import type { OutputCapture } from '../../domain/exec/output-capture.js';
 import type { ProcessSupervisor } from '../../domain/exec/process-supervisor.js';
 import { runExec, type ExecResult } from '../../domain/exec/run-exec.js';
 import { requireCapability } from '../capability.js';
-import { ExecRequest, type ExecResponse } from './exec-schemas.js';
 import type { ResolvedExecOptions } from './exec-options.js';
 
 function encodeCapture(capture: OutputCapture): ReturnType<typeof encodeBytes> {

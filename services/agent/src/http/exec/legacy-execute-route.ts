@@ -1,7 +1,6 @@
-import { SbxError, validationError, WS_CLOSE_CODES } from '@sbx/protocol';
+import { SbxError, validationError, WS_CLOSE_CODES, LegacyExecuteRequest } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
-import { LegacyExecuteRequest } from './exec-schemas.js';
 import { WsProcessStream, type WsProcessStreamDeps } from './ws-process-stream.js';
 
 export interface LegacyExecuteDeps extends WsProcessStreamDeps {

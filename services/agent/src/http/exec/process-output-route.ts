@@ -1,11 +1,10 @@
 import type { Router } from 'express';
-import { parseOrThrow } from '@sbx/protocol';
+import { parseOrThrow, ProcessOutputQuery, type ProcessOutputResponse } from '@sbx/protocol';
 import { encodeCutBytes } from '../../domain/exec/byte-encoding.js';
 import type { OutputStream } from '../../domain/exec/process-group.js';
 import type { BackgroundProcess } from '../../domain/processes/background-process.js';
 import type { ProcessRegistry } from '../../domain/processes/process-registry.js';
 import { requireCapability } from '../capability.js';
-import { ProcessOutputQuery, type ProcessOutputResponse } from './exec-schemas.js';
 import { followOutput } from './follow-output.js';
 import { processIdOf } from './process-routes.js';
 

@@ -1,17 +1,19 @@
 import express, { type Request, type Router } from 'express';
-import { parseOrThrow, SbxError, toTimestamp } from '@sbx/protocol';
-import type { Logger } from '@sbx/service-kit';
-import { programLabel } from '../../domain/exec/command.js';
-import { decodeData } from '../../domain/exec/byte-encoding.js';
-import type { ProcessRegistry } from '../../domain/processes/process-registry.js';
-import { capabilityOf, requireCapability } from '../capability.js';
 import {
+  parseOrThrow,
+  SbxError,
+  toTimestamp,
   ProcessSignalRequest,
   ProcessStartRequest,
   ProcessStdinRequest,
   type ProcessList,
   type ProcessStartResponse,
-} from './exec-schemas.js';
+} from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import { programLabel } from '../../domain/exec/command.js';
+import { decodeData } from '../../domain/exec/byte-encoding.js';
+import type { ProcessRegistry } from '../../domain/processes/process-registry.js';
+import { capabilityOf, requireCapability } from '../capability.js';
 import type { ResolvedExecOptions } from './exec-options.js';
 import { processInfoOf } from './process-view.js';
 

@@ -1,6 +1,5 @@
-import { toTimestamp } from '@sbx/protocol';
+import { toTimestamp, type ProcessInfo } from '@sbx/protocol';
 import type { BackgroundProcess } from '../../domain/processes/background-process.js';
-import type { ProcessInfo } from './exec-schemas.js';
 
 export function processInfoOf(entry: BackgroundProcess): ProcessInfo {
   const { info, output, status, exitedAt } = entry;

@@ -1,11 +1,10 @@
 import express, { Router, type Request, type Response } from 'express';
-import { parseOrThrow } from '@sbx/protocol';
+import { parseOrThrow, MkdirRequest, MoveRequest } from '@sbx/protocol';
 import { listPath } from '../../domain/files/directory-listing.js';
 import { makeDirectory, movePath, removePath, statPath } from '../../domain/files/file-operations.js';
 import { parseWorkspacePath, type WorkspacePath } from '../../domain/files/workspace-path.js';
 import { requireCapability } from '../capability.js';
 import { authorizeFileAccess, refuseSignedUrl } from './file-access.js';
-import { MkdirRequest, MoveRequest } from './file-schemas.js';
 import type { FilesDeps } from './files-deps.js';
 import { receiveUpload } from './receive-upload.js';
 import { booleanQuery, pathFromFilesUrl, pathFromQuery } from './request-paths.js';

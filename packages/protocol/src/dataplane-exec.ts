@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { Env, FrameEncoding, MAX_EXEC_TIMEOUT_MS, Signal } from '@sbx/protocol';
+import { Env, FrameEncoding, MAX_EXEC_TIMEOUT_MS, Signal } from './frames.js';
 
 /**
- * Wire shapes of `/v1/exec` and `/v1/processes`. They belong to the public protocol
- * and should move to packages/protocol once its owner takes them.
+ * Wire shapes of the agent's `/v1/exec` and `/v1/processes` (services/agent validates
+ * with them, the SDK parses answers with them).
  *
  * Bytes (stdin, stdout, stderr) travel as UTF-8 text, or as standard base64 when
  * the bytes are not valid UTF-8; the `…encoding` field next to them says which.
@@ -134,6 +134,7 @@ export const StreamOutput = z.object({
   bytes: z.number().int().nonnegative(),
   dropped_bytes: z.number().int().nonnegative(),
 });
+export type StreamOutput = z.infer<typeof StreamOutput>;
 
 export const ProcessOutputResponse = z.object({
   process_id: z.string(),
@@ -151,10 +152,14 @@ export const FollowOutputLine = z.object({
   data: z.string(),
   encoding: FrameEncoding,
 });
+export type FollowOutputLine = z.infer<typeof FollowOutputLine>;
+
+/** The last line of a followed output: how the process ended. */
 export const FollowExitLine = z.object({
   exit_code: z.number().int().nullable(),
   signal: z.string().nullable(),
 });
+export type FollowExitLine = z.infer<typeof FollowExitLine>;
 
 export const ProcessStdinRequest = z
   .strictObject({

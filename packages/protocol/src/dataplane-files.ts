@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { Timestamp } from '@sbx/protocol';
+import { Timestamp } from './primitives.js';
 
 /**
- * Wire shapes of the files API. They belong in packages/protocol (the SDK needs them);
- * they live here until that package takes them.
+ * Wire shapes of the agent's files API (services/agent validates with them, the SDK
+ * parses answers with them).
  *
  * Paths are workspace paths: `/` is the workspace root and `a/b` equals `/a/b`.
  */
