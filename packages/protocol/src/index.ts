@@ -14,3 +14,4 @@ export * from './ws-close.js';
 export * from './routes.js';
 export * from './dataplane-files.js';
 export * from './dataplane-exec.js';
+export * from './openapi.js';

@@ -1,4 +1,5 @@
 import express, { type Express, type Router } from 'express';
+import { buildOpenApiDocument } from '@sbx/protocol';
 import { assignRequestId, errorHandler, notFound, type Logger } from '@sbx/service-kit';
 
 /** A named dependency the health endpoint probes (database, coordination, …). */
@@ -43,6 +44,12 @@ export function createApp(deps: BrokerAppDeps): Express {
       uptime_seconds: Math.floor((deps.now() - deps.startedAt) / 1000),
       checks,
     });
+  });
+
+  // Generated from the schemas the routes validate with; public, like the API's shape.
+  const openApi = buildOpenApiDocument({ version: deps.version });
+  app.get('/v1/openapi.json', (_req, res) => {
+    res.json(openApi);
   });
 
   for (const router of deps.routers ?? []) app.use(router);

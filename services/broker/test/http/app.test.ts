@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { createLogger } from '@sbx/service-kit';
 import { Writable } from 'node:stream';
+import { ERROR_TABLE, ErrorEnvelope, ROUTES, type RouteSpec } from '@sbx/protocol';
 import { createApp, type HealthProbe } from '../../src/http/app.js';
 
 function appWith(probes: HealthProbe[], logLines: string[] = []) {
@@ -79,5 +80,30 @@ describe('broker HTTP surface', () => {
   it('replaces a malformed caller request id with its own', async () => {
     const res = await request(appWith([])).get('/healthz').set('X-Request-Id', 'bad id\twith tab');
     expect(res.headers['x-request-id']).toMatch(/^req_[0-9a-f-]{36}$/);
+  });
+
+  it('serves an OpenAPI 3.1 document of every route, its errors, and the error envelope', async () => {
+    const res = await request(appWith([])).get('/v1/openapi.json');
+    expect(res.status).toBe(200);
+    const doc = res.body as {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, Record<string, { responses: Record<string, unknown>; requestBody?: unknown }>>;
+      components: { schemas: Record<string, unknown> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('9.9.9');
+    for (const route of Object.values(ROUTES) as RouteSpec[]) {
+      const op = doc.paths[route.path]?.[route.method.toLowerCase()];
+      expect([route.path, op === undefined]).toEqual([route.path, false]);
+      const statuses = Object.keys(op?.responses ?? {});
+      for (const code of route.errors) expect(statuses).toContain(String(ERROR_TABLE[code].status));
+      expect(statuses).toContain(route.response === undefined ? '204' : '200');
+      expect([route.path, op?.requestBody !== undefined]).toEqual([route.path, route.body !== undefined]);
+    }
+    // What the broker answers on an error has the documented shape.
+    const missing = await request(appWith([])).get('/no-such-route');
+    expect(ErrorEnvelope.safeParse(missing.body).success).toBe(true);
+    expect(doc.components.schemas['ErrorEnvelope']).toMatchObject({ type: 'object', required: ['error'] });
   });
 });
