@@ -1,7 +1,7 @@
-import type { SessionResponse } from '@sbx/protocol';
+import type { HeartbeatResponse, SessionResponse } from '@sbx/protocol';
 import type { BrokerClient, NegotiateOptions, NegotiateTarget } from './broker-client.js';
 import { RefreshingCredentials, type Credential } from './credentials.js';
-import { SandboxClient, type SandboxClientOptions } from './sandbox-client.js';
+import { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 
 export interface SessionOptions extends NegotiateOptions {
   /** Extend the lease every this many ms while the session is open (off when absent). */
@@ -25,12 +25,17 @@ export class BrokerSession implements AsyncDisposable {
   readonly credentials: RefreshingCredentials;
   #heartbeat: NodeJS.Timeout | undefined;
   #released = false;
+  #endpoints: SandboxEndpoints;
 
   private constructor(
     readonly broker: BrokerClient,
     readonly response: SessionResponse,
     options: SessionOptions,
   ) {
+    this.#endpoints = {
+      httpBaseUrl: response.dataplane.http_base_url,
+      wsBaseUrl: response.dataplane.ws_base_url,
+    };
     this.credentials = new RefreshingCredentials({
       initial: credentialOf(response),
       refresh: async () => credentialOf(await broker.refresh(response.session_id)),
@@ -59,14 +64,33 @@ export class BrokerSession implements AsyncDisposable {
     return this.response.session_id;
   }
 
-  /** The dataplane client of this session's sandbox, authenticated by this session's token. */
-  sandbox(options: Omit<SandboxClientOptions, 'httpBaseUrl' | 'wsBaseUrl' | 'tokens'> = {}): SandboxClient {
+  /** Where the sandbox's agent is now (a heartbeat that resumed the sandbox may have moved it). */
+  get endpoints(): SandboxEndpoints {
+    return this.#endpoints;
+  }
+
+  /**
+   * The dataplane client of this session's sandbox, authenticated by this session's token.
+   * It follows the session's endpoints, so it keeps working after a heartbeat resumed the sandbox.
+   */
+  sandbox(
+    options: Omit<SandboxClientOptions, 'httpBaseUrl' | 'wsBaseUrl' | 'tokens' | 'endpoints'> = {},
+  ): SandboxClient {
     return new SandboxClient({
       ...options,
-      httpBaseUrl: this.response.dataplane.http_base_url,
-      wsBaseUrl: this.response.dataplane.ws_base_url,
+      ...this.#endpoints,
+      endpoints: () => this.#endpoints,
       tokens: this.credentials,
     });
+  }
+
+  /** Extends the lease (resuming an idle or suspended sandbox) and adopts its current endpoints. */
+  async heartbeat(): Promise<HeartbeatResponse> {
+    const beat = await this.broker.heartbeat(this.sessionId);
+    if (beat.dataplane !== undefined) {
+      this.#endpoints = { httpBaseUrl: beat.dataplane.http_base_url, wsBaseUrl: beat.dataplane.ws_base_url };
+    }
+    return beat;
   }
 
   /** Stops the timers and releases the binding (once; later calls do nothing). */
@@ -84,7 +108,7 @@ export class BrokerSession implements AsyncDisposable {
 
   #startHeartbeat(options: SessionOptions): void {
     this.#heartbeat = setInterval(() => {
-      this.broker.heartbeat(this.sessionId).catch((err: unknown) => options.onBackgroundError?.(err));
+      this.heartbeat().catch((err: unknown) => options.onBackgroundError?.(err));
     }, options.heartbeatIntervalMs);
     this.#heartbeat.unref();
   }

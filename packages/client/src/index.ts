@@ -11,7 +11,7 @@ export {
   type NegotiateTarget,
 } from './broker-client.js';
 export { BrokerSession, type SessionOptions } from './broker-session.js';
-export { SandboxClient, type SandboxClientOptions } from './sandbox-client.js';
+export { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 export { FilesApi, type WriteOptions } from './files-api.js';
 export { FileWatch, type WatchEvent, type WatchOptions } from './file-watch.js';
 export { ExecApi, type Command, type CommandOptions, type OutputOptions } from './exec-api.js';

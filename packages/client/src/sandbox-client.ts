@@ -6,9 +6,17 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 import { Shell, type ShellOptions } from './shell.js';
 import type { SocketContext } from './ws-channel.js';
 
-export interface SandboxClientOptions {
+export interface SandboxEndpoints {
   readonly httpBaseUrl: string;
   readonly wsBaseUrl: string;
+}
+
+export interface SandboxClientOptions extends SandboxEndpoints {
+  /**
+   * Where the agent is now, read at every request and connection; overrides the two URLs.
+   * A `BrokerSession` passes its own, which follows a sandbox resumed at new addresses.
+   */
+  readonly endpoints?: () => SandboxEndpoints;
   /** The session's token; a `BrokerSession`'s credentials refresh themselves. */
   readonly tokens: TokenSource;
   readonly timeoutMs?: number;
@@ -23,8 +31,11 @@ export class SandboxClient {
 
   constructor(options: SandboxClientOptions) {
     this.#options = options;
+    const current = options.endpoints ?? (() => options);
     const endpoint: HttpEndpoint = {
-      baseUrl: options.httpBaseUrl,
+      get baseUrl() {
+        return current().httpBaseUrl;
+      },
       bearer: () => options.tokens.fresh(),
       retry: options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: options.timeoutMs ?? 30_000,
@@ -44,8 +55,12 @@ export class SandboxClient {
   }
 
   #socketContext(): SocketContext {
+    const options = this.#options;
+    const current = options.endpoints ?? (() => options);
     return {
-      wsUrl: this.#options.wsBaseUrl,
+      get wsUrl() {
+        return current().wsBaseUrl;
+      },
       tokens: this.#options.tokens,
       retry: this.#options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: this.#options.timeoutMs ?? 30_000,

@@ -125,6 +125,21 @@ describe('BrokerClient against a real broker', () => {
     // A released binding is over: the broker answers 410.
     await expect(broker.inspect(id)).rejects.toBeInstanceOf(SessionExpiredError);
   }, 60_000);
+
+  it('a heartbeat that resumes a suspended sandbox moves the session and its client to the new agent', async () => {
+    await using owned = await BrokerSession.ensure(broker, { thread_id: 'thr_resume' });
+    const files = owned.sandbox();
+    await files.files.write('kept.txt', 'survives suspension');
+    const sandboxId = owned.response.sandbox.id;
+    const before = owned.endpoints.httpBaseUrl;
+    // What the reaper does to an idle sandbox: stop its agent (the workspace stays), mark it suspended.
+    await real.harness.provider.stop(sandboxId);
+    await real.harness.repositories.sandboxes.transition(sandboxId, 'suspended');
+    const beat = await owned.heartbeat();
+    expect(beat.state).toBe('active');
+    expect(owned.endpoints.httpBaseUrl).not.toBe(before);
+    expect(await files.files.readText('kept.txt')).toBe('survives suspension');
+  }, 60_000);
 });
 
 describe('SandboxClient files and exec', () => {
