@@ -151,6 +151,8 @@ export async function createBrokerSystem(
       await reaper.stop();
       await agentExit.drain();
       await provider.close();
+      // Rows of requests still being answered are written before the database goes.
+      await repositories.journal.drain();
       await Promise.allSettled([coordination.close(), database.close()]);
     })();
     return closing;

@@ -3,6 +3,7 @@
 // together in the next one (one statement inserting into both tables),
 // so 16 concurrent requests cost a handful of commits instead of 48. Callers
 // still await their own row: nothing is answered before it is stored.
+import { SbxError } from '@sbx/protocol';
 import type { PrismaClient } from './generated/client.js';
 import type { NewAuditEvent } from './audit-repository.js';
 import { guard } from './db-errors.js';
@@ -20,13 +21,31 @@ interface Pending {
 
 /** Enough to amortize the commit; small enough that one statement stays cheap to plan. */
 const MAX_BATCH = 256;
+export interface JournalOptions {
+  /** Rows waiting beyond this mean the database is not keeping up: refuse (503) rather than queue. */
+  readonly maxQueued?: number;
+}
 
 export class JournalWriter {
   #queue: Pending[] = [];
   #scheduled = false;
-  #writing = false;
+  #writing: Promise<void> | undefined;
 
-  constructor(private readonly prisma: PrismaClient) {}
+  readonly #maxQueued: number;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    options: JournalOptions = {},
+  ) {
+    this.#maxQueued = options.maxQueued ?? 10_000;
+  }
+
+  /** Resolves once every row queued so far is written or refused (shutdown waits for this). */
+  async drain(): Promise<void> {
+    while (this.#writing !== undefined || this.#queue.length > 0) {
+      await (this.#writing ?? new Promise((resolve) => setImmediate(resolve)));
+    }
+  }
 
   /** An audit event (the AuditTrail's sink). */
   append(event: NewAuditEvent): Promise<void> {
@@ -39,6 +58,9 @@ export class JournalWriter {
   }
 
   #enqueue(row: Row): Promise<void> {
+    if (this.#queue.length >= this.#maxQueued) {
+      return Promise.reject(new SbxError('BACKEND_UNAVAILABLE', 'the audit journal is not keeping up'));
+    }
     return new Promise((resolve, reject) => {
       this.#queue.push({ row, resolve, reject });
       this.#schedule();
@@ -46,40 +68,49 @@ export class JournalWriter {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#writing || this.#queue.length === 0) return;
+    if (this.#scheduled || this.#writing !== undefined || this.#queue.length === 0) return;
     this.#scheduled = true;
     // After this turn's I/O callbacks: rows queued by requests served in the same turn join the batch.
     setImmediate(() => {
       this.#scheduled = false;
-      void this.#writeNext();
+      this.#writing = this.#writeNext().finally(() => {
+        this.#writing = undefined;
+        this.#schedule();
+      });
     });
   }
 
   async #writeNext(): Promise<void> {
-    this.#writing = true;
     const batch = this.#queue.splice(0, MAX_BATCH);
     try {
       await this.#write(batch.map((pending) => pending.row));
       for (const pending of batch) pending.resolve();
-    } catch {
+    } catch (err) {
+      // A database that is down fails every row alike: say so at once instead of row by row.
+      if (batch.length === 1 || !isRowError(err)) {
+        for (const pending of batch) pending.reject(err);
+        return;
+      }
       // One bad row must not fail its neighbours: write them one by one to find it.
       for (const pending of batch) {
         await this.#write([pending.row]).then(pending.resolve, pending.reject);
       }
-    } finally {
-      this.#writing = false;
-      this.#schedule();
     }
   }
 
   /** One statement whatever the batch: its SQL never changes, so it is planned once per connection. */
-  #write(rows: readonly Row[]): Promise<unknown> {
+  async #write(rows: readonly Row[]): Promise<unknown> {
     const audits = rows.flatMap((row) => (row.kind === 'audit' ? [auditJson(row.event)] : []));
     const issuances = rows.flatMap((row) => (row.kind === 'issuance' ? [issuanceJson(row.issuance)] : []));
-    return guard(
+    return await guard(
       'write token issuances and audit events',
       () => this.prisma.$executeRawUnsafe(WRITE_JOURNAL, JSON.stringify(issuances), JSON.stringify(audits)),
       ISSUANCE_CONSTRAINTS,
     );
   }
+}
+
+/** An error about the rows themselves (a constraint, bad data), not about reaching the database. */
+function isRowError(err: unknown): boolean {
+  return !(err instanceof SbxError && err.code === 'BACKEND_UNAVAILABLE');
 }

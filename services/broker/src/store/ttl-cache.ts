@@ -9,6 +9,8 @@ interface Entry<V> {
 
 export class TtlCache<V> {
   readonly #entries = new Map<string, Entry<V>>();
+  /** Bumped by every delete: a load that started before a write must not store what it read. */
+  #generation = 0;
 
   constructor(
     private readonly ttlMs: number,
@@ -20,7 +22,9 @@ export class TtlCache<V> {
     if (this.ttlMs <= 0) return load();
     const hit = this.#entries.get(key);
     if (hit !== undefined && hit.expiresAt > this.now()) return hit.value;
+    const generation = this.#generation;
     const value = await load();
+    if (generation !== this.#generation) return value;
     // Bounded: a flood of distinct keys evicts the oldest entry (Map keeps insertion order).
     if (this.#entries.size >= this.maxEntries) {
       const oldest = this.#entries.keys().next();
@@ -31,6 +35,7 @@ export class TtlCache<V> {
   }
 
   delete(key: string): void {
+    this.#generation += 1;
     this.#entries.delete(key);
   }
 }

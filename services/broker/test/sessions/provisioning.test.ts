@@ -135,6 +135,25 @@ describeEachBackend('provisioning', (backend) => {
     expect(row.state).toBe('active');
   });
 
+  it('does not resume a suspended sandbox past its hard TTL on heartbeat: 410, the agent stays down', async () => {
+    const session = SessionResponse.parse((await ensure(`thr_${randomUUID()}`)).body);
+    const sandboxId = session.binding.sandbox_id;
+    await broker.provider.stop(sandboxId);
+    await broker.repositories.sandboxes.transition(sandboxId, 'suspended');
+    await db().prisma.sandbox.update({
+      where: { id: sandboxId },
+      data: { hardExpiresAt: new Date(Date.now() - 1000) },
+    });
+    const startsBefore = broker.provider.calls('start').length;
+    const beat = await request(broker.url)
+      .post(`/v1/sandbox/sessions/${session.session_id}/heartbeat`)
+      .set(bearer(key))
+      .send({});
+    expect(beat.status).toBe(410);
+    expect(broker.provider.calls('start').length).toBe(startsBefore);
+    expect(await broker.provider.status(sandboxId)).toBe('stopped');
+  });
+
   it('resumes a suspended sandbox on heartbeat and answers its new dataplane', async () => {
     const threadId = `thr_${randomUUID()}`;
     const session = SessionResponse.parse((await ensure(threadId)).body);

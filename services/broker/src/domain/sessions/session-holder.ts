@@ -129,13 +129,15 @@ export function heartbeatSession(
     const { binding, sandbox } = await liveSession(core, context, locator, subject);
     const { sandboxes, bindings } = core.repositories;
     const policy = await tenantPolicy(core, binding.tenantId);
-    const now = core.now();
+    // Past its hard TTL a sandbox is over whatever its state: the reaper terminates it next.
+    if (sandbox.hardExpiresAt.getTime() <= core.now()) throw sessionExpired(binding.id);
     // A holder is here again: idle and suspended are the reaper's "nobody is here" marks, and
     // reactivating (restarting the agent of a suspended one) takes the sandbox lock.
     const away = sandbox.state === 'idle' || sandbox.state === 'suspended';
     const serving = away ? await core.lifecycle.ready(context, sandbox, policy) : sandbox;
     if (serving === null) throw sessionExpired(binding.id);
     const state = serving.state;
+    const now = core.now(); // after a resume, which may take seconds
     const leaseExpiresAt = leaseUntil(now, policy.idleTimeoutSeconds, sandbox.hardExpiresAt);
     if (!(await sandboxes.renewLease(sandbox.id, leaseExpiresAt, new Date(now))))
       throw sessionExpired(binding.id);
