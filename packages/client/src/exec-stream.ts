@@ -16,7 +16,10 @@ export interface CommandOptions {
 }
 
 export interface ExecStreamOptions extends CommandOptions {
-  /** UTF-8 text written to stdin before anything passed to `write`. */
+  /**
+   * UTF-8 text written to stdin before anything passed to `write`. Sent as stdin frames
+   * once the program runs (never inside `start`), so any size fits the agent's frame limit.
+   */
   readonly stdin?: string;
   /** The program's time limit (the agent's default when absent); it is then terminated. */
   readonly timeoutMs?: number;
@@ -88,6 +91,7 @@ export class ExecStream {
     );
     stream.#channel.send(startFrame(command, options));
     await stream.#start.wait(stream.#channel, ctx.timeoutMs, signal, 'exec');
+    if (options.stdin !== undefined && options.stdin !== '') stream.write(options.stdin);
     signal?.addEventListener('abort', stream.#onAbort, { once: true });
     return stream;
   }
@@ -197,7 +201,6 @@ function startFrame(command: Command, options: ExecStreamOptions): ExecStartFram
     ...(command.argv === undefined ? { cmd: command.cmd } : { argv: [...command.argv] }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.env === undefined ? {} : { env: options.env }),
-    ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
     ...(options.timeoutMs === undefined ? {} : { timeout_ms: options.timeoutMs }),
   };
 }

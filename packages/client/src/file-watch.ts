@@ -1,7 +1,7 @@
 import { WS_CLOSE_CODES, type ServerFrame, type WatchEventFrame } from '@sbx/protocol';
 import { AsyncQueue, deliveredByCallback } from './async-queue.js';
 import { clientError, type SbxClientError } from './errors.js';
-import { reconnectWithBackoff } from './reconnect.js';
+import { Reconnector } from './reconnect.js';
 import { abortReason } from './retry.js';
 import { StartHandshake } from './start-handshake.js';
 import {
@@ -29,6 +29,8 @@ export interface WatchOptions {
 interface Link {
   channel: Channel | undefined;
   readonly start: StartHandshake;
+  /** An `error` frame after the start: the agent gave up watching (a close follows). */
+  lastError: SbxClientError | undefined;
 }
 
 /**
@@ -39,12 +41,15 @@ interface Link {
  * made while disconnected are not reported (`reconnects` counts the gaps; rescan after
  * one if that matters). The watch ends when `close()` is called, the signal aborts, or
  * the watched path itself is removed (after its `remove` event); it fails, and
- * iteration throws, when a reconnect is refused or the agent gives up on a slow reader.
+ * iteration throws, when a reconnect is refused or used up (backoff with jitter before
+ * every attempt, at most the policy's `maxAttempts` until a connection lasts: see
+ * Reconnector), when the agent gives up on a slow reader, or when watching fails on the
+ * agent (an `error` frame before its close, e.g. the kernel's limit of watches reached).
  */
 export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
   #link: Link | undefined;
   #finished = false;
-  #lastError: SbxClientError | undefined;
+  readonly #reconnector: Reconnector;
   readonly #stop = new AbortController();
   readonly #signal: AbortSignal;
   readonly #queue: AsyncQueue<WatchEvent> | undefined;
@@ -62,6 +67,7 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
   ) {
     this.#signal =
       options.signal === undefined ? this.#stop.signal : AbortSignal.any([options.signal, this.#stop.signal]);
+    this.#reconnector = new Reconnector(ctx.retry, () => `watch ${path}`);
     this.#queue = options.onEvent === undefined ? new AsyncQueue('a watch', () => this.close()) : undefined;
     this.ended = new Promise((resolve, reject) => (this.#done = { resolve, reject }));
     this.ended.catch(() => undefined);
@@ -97,7 +103,7 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
   }
 
   async #connect(): Promise<void> {
-    const link: Link = { channel: undefined, start: new StartHandshake() };
+    const link: Link = { channel: undefined, start: new StartHandshake(), lastError: undefined };
     const channel = await openChannel(
       socketUrl(this.ctx, 'v1/files/watch'),
       this.ctx.tokens,
@@ -115,18 +121,17 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
       ...(this.options.recursive === true ? { recursive: true } : {}),
     });
     await link.start.wait(channel, this.ctx.timeoutMs, this.#signal, `watch ${this.path}`);
-    if (this.#finished) {
-      channel.close();
-      return;
-    }
-    this.#link = link;
-    this.#lastError = undefined;
   }
 
   #onFrame(link: Link, frame: ServerFrame): void {
     switch (frame.type) {
       case 'ready':
+        // In the frame's own tick (a finished watch already failed the start by its abort),
+        // so a close right behind `ready` finds this link current.
+        if (!link.start.pending) return;
+        this.#link = link;
         link.start.succeed();
+        this.#reconnector.connected();
         return;
       case 'event':
         this.#deliver({
@@ -139,7 +144,7 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
       case 'error': {
         const error = errorOfFrame(frame, `watch ${this.path}`);
         if (link.start.pending) link.start.fail(error);
-        else this.#lastError = error;
+        else link.lastError = error;
         return;
       }
       case 'auth_ok':
@@ -153,6 +158,7 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
 
   #deliver(event: WatchEvent): void {
     if (this.#finished) return;
+    this.#reconnector.proven();
     if (this.options.onEvent === undefined) this.#queue?.push(event);
     else this.options.onEvent(event);
   }
@@ -160,25 +166,29 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
   #onClosed(link: Link, code: number, error: SbxClientError | undefined): void {
     if (link.start.pending) {
       link.start.fail(
-        this.#lastError ?? error ?? clientError('BACKEND_UNAVAILABLE', 'closed before watching'),
+        link.lastError ?? error ?? clientError('BACKEND_UNAVAILABLE', 'closed before watching'),
       );
       return;
     }
     if (link !== this.#link || this.#finished) return;
-    // 1000: the watched path went (its `remove` came first) or the agent ended the watch.
-    if (code === WS_CLOSE_CODES.NORMAL) this.#finish();
-    else if (!isReconnectable(code)) this.#finish(this.#lastError ?? error);
+    this.#reconnector.dropped();
+    // 1000: the watched path went (its `remove` came first), or, after an `error` frame, watching failed.
+    if (code === WS_CLOSE_CODES.NORMAL) this.#finish(link.lastError);
+    else if (!isReconnectable(code)) this.#finish(link.lastError ?? error);
     else
-      reconnectWithBackoff(() => this.#connect(), this.ctx.retry, this.#signal).then(
-        () => this.reconnects++,
-        (err: unknown) => this.#finish(err),
-      );
+      this.#reconnector
+        .reconnect(() => this.#connect(), this.#signal, error)
+        .then(
+          () => this.reconnects++,
+          (err: unknown) => this.#finish(err),
+        );
   }
 
   #finish(error?: unknown): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#stop.abort();
+    this.#reconnector.dropped();
     this.options.signal?.removeEventListener('abort', this.#onAbort);
     this.#link?.channel?.close();
     if (error === undefined) {

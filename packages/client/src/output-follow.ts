@@ -1,7 +1,8 @@
-import { clientError } from './errors.js';
-import { bytesOf } from './frame-bytes.js';
 import { FollowExitLine, FollowOutputLine } from '@sbx/protocol';
 import type { ProcessExitStatus } from './dataplane-types.js';
+import { clientError } from './errors.js';
+import { bytesOf } from './frame-bytes.js';
+import { TransportError } from './http-errors.js';
 import { abortReason } from './retry.js';
 
 /** Bytes one of the process's streams wrote, exactly. */
@@ -16,7 +17,7 @@ async function* linesOf(body: ReadableStream<Uint8Array>): AsyncGenerator<string
   const decoder = new TextDecoder();
   let pending = '';
   try {
-    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    for (let read = await readCutOff(reader); !read.done; read = await readCutOff(reader)) {
       pending += decoder.decode(read.value, { stream: true });
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
@@ -26,6 +27,35 @@ async function* linesOf(body: ReadableStream<Uint8Array>): AsyncGenerator<string
     if (pending !== '') yield pending;
   } finally {
     await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * Why a followed stream can end early, and what to do. The agent cuts off a reader that
+ * falls more than its follow buffer (4 MiB by default) behind, so it never holds output for
+ * one slow client. No offsets are given: following again replays what the agent still
+ * buffers (or its newest `tail` bytes), which may repeat output already read or miss some.
+ */
+const CUT_OFF_ADVICE =
+  'the stream was cut off before the process exited (the sandbox drops a reader that falls too far behind, or the connection failed); ' +
+  'read it without pausing, or call output() again: it may repeat output already read or miss some (no offsets are given)';
+
+function cutOff(cause?: unknown): TransportError {
+  return new TransportError(
+    'BACKEND_UNAVAILABLE',
+    `read process output: ${CUT_OFF_ADVICE}`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** A read of the body; a failed one (the agent destroyed the response) is the SDK's typed error. */
+async function readCutOff(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+): ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']> {
+  try {
+    return await reader.read();
+  } catch (err) {
+    throw cutOff(err);
   }
 }
 
@@ -42,8 +72,9 @@ function parseLine(line: string): FollowOutputLine | FollowExitLine {
  * A background process's output as it is written (`exec.output(id, { follow: true })`):
  * what the agent still buffers first (or the newest `tail` bytes of it), then each chunk
  * as it comes, until the process exits; `exit` then says how. The request starts when
- * iteration does. Leaving the loop early closes the request. A connection that drops
- * before the exit line makes iteration throw (follow again, with `tail`, to resume).
+ * iteration does. Leaving the loop early closes the request. A stream cut off before the
+ * exit line (a dropped connection, or a reader too slow for the agent) makes iteration
+ * throw a TransportError; following again may repeat or miss output (no offsets are given).
  */
 export class OutputFollow implements AsyncIterable<OutputChunk> {
   #iterated = false;
@@ -69,7 +100,7 @@ export class OutputFollow implements AsyncIterable<OutputChunk> {
     let settled = false;
     try {
       const response = await this.request();
-      if (response.body === null) throw this.#cutShort();
+      if (response.body === null) throw cutOff();
       for await (const line of linesOf(response.body)) {
         const parsed = parseLine(line);
         if ('stream' in parsed) {
@@ -80,7 +111,7 @@ export class OutputFollow implements AsyncIterable<OutputChunk> {
           return;
         }
       }
-      throw this.#cutShort();
+      throw cutOff();
     } catch (err) {
       const error = this.signal?.aborted === true ? abortReason(this.signal) : err;
       settled = true;
@@ -91,12 +122,5 @@ export class OutputFollow implements AsyncIterable<OutputChunk> {
       if (!settled)
         this.#done.reject(new DOMException('the output was not followed to the end', 'AbortError'));
     }
-  }
-
-  #cutShort(): Error {
-    return clientError(
-      'BACKEND_UNAVAILABLE',
-      'read process output: the stream ended before the process exited; follow again with tail to resume',
-    );
   }
 }

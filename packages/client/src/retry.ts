@@ -6,7 +6,10 @@ import { SbxClientError, SecurityError } from './errors.js';
  * `Retry-After` is honoured as a lower bound. Security rejections are never retried.
  */
 export interface RetryPolicy {
-  /** Attempts in total, the first included (1 = no retry). */
+  /**
+   * Attempts in total, the first included (1 = no retry). A shell or a watch that drops
+   * makes up to this many reconnect attempts before it gives up (see Reconnector).
+   */
   readonly maxAttempts: number;
   readonly baseDelayMs: number;
   readonly maxDelayMs: number;

@@ -1,48 +1,66 @@
-import type { ServerFrame, ShellClientFrame, ShellStartFrame, Signal } from '@sbx/protocol';
-import type { SbxClientError } from './errors.js';
+import {
+  WS_CLOSE_CODES,
+  type ServerFrame,
+  type ShellClientFrame,
+  type ShellStartFrame,
+  type Signal,
+} from '@sbx/protocol';
+import { clientError, type SbxClientError } from './errors.js';
 import { stdinFrames } from './frame-bytes.js';
-import { reconnectWithBackoff } from './reconnect.js';
-import { openChannel, isReconnectable, socketUrl, type Channel, type SocketContext } from './ws-channel.js';
+import { Reconnector } from './reconnect.js';
+import { abortReason } from './retry.js';
+import {
+  newShellLink,
+  ReplayCounter,
+  type ShellExit,
+  type ShellLink as Link,
+  type ShellOptions,
+} from './shell-link.js';
+import {
+  errorOfFrame,
+  isReconnectable,
+  openChannel,
+  socketUrl,
+  type Channel,
+  type SocketContext,
+} from './ws-channel.js';
 
-export interface ShellOptions {
-  readonly cols?: number;
-  readonly rows?: number;
-  readonly cwd?: string;
-  readonly env?: Record<string, string>;
-}
+export type { ShellExit, ShellOptions } from './shell-link.js';
 
 export type ShellContext = SocketContext;
-
-export interface ShellExit {
-  readonly code: number;
-  readonly signal?: string | undefined;
-}
 
 /**
  * An interactive PTY shell that survives dropped connections.
  *
- * Exactly-once output: the agent replays a shell's scrollback from its oldest held byte
- * on every attach, and its `ready` frame says at which absolute output offset that
- * replay starts. The shell counts the bytes it has delivered and, after a reattach,
- * skips `delivered - output_offset` replayed bytes. Output printed while disconnected
- * that no longer fits the agent's scrollback (1 MiB by default) is gone; nothing is
- * ever repeated.
+ * Output arrives exactly once (see ReplayCounter). Output printed while disconnected that
+ * no longer fits the agent's scrollback (1 MiB by default) is gone; nothing is ever repeated.
+ *
+ * Reconnecting waits (backoff with jitter) before every attempt and gives up after the
+ * retry policy's `maxAttempts`; attempts are counted until a connection lasts (see
+ * Reconnector), so an agent that accepts and then drops each socket is not hammered.
  */
 export class Shell {
-  #channel: Channel | undefined;
+  #link: Link | undefined;
   #id = '';
-  #delivered = 0;
-  #skip = 0;
+  readonly #output = new ReplayCounter();
   #size: { cols: number; rows: number };
   #exit: ShellExit | undefined;
   #detached = false;
-  /** Frames typed while reconnecting; sent, in order, right behind the reattach `start`. */
+  /** Aborted by `detach()`: stops a reconnect in progress, whatever step it is at. */
+  readonly #stop = new AbortController();
+  readonly #reconnector: Reconnector;
+  /** Frames typed while (re)connecting; sent, in order, as soon as the agent answered `start`. */
   #queued: ShellClientFrame[] = [];
   readonly #dataListeners = new Set<(data: Buffer) => void>();
   readonly #exitListeners = new Set<(exit: ShellExit) => void>();
   readonly #errorListeners = new Set<(err: unknown) => void>();
   #done!: { resolve: (exit: ShellExit) => void; reject: (err: unknown) => void };
-  /** Settles when the shell exits (or cannot be reached any more). */
+  /**
+   * Settles when the shell exits, or rejects when this client cannot follow it any more:
+   * a reconnect that failed for good, or the agent ending the connection (1000) without
+   * an exit status (a BackendUnavailableError; the shell may still run: reattach by `id`).
+   * After `detach()` it stays pending: this client no longer learns how the shell ends.
+   */
   readonly exited: Promise<ShellExit>;
   /** Reattaches done after a drop; for diagnostics and tests. */
   reconnects = 0;
@@ -52,11 +70,16 @@ export class Shell {
     size: { cols: number; rows: number },
   ) {
     this.#size = size;
+    this.#reconnector = new Reconnector(ctx.retry, () => this.#what());
     this.exited = new Promise((resolve, reject) => (this.#done = { resolve, reject }));
     this.exited.catch(() => undefined);
   }
 
-  /** Opens a new shell. */
+  /**
+   * Opens a new shell; resolves once the agent runs it. A refused start rejects with the
+   * agent's reason: NotFoundError or BadRequestError for the cwd, RateLimitedError when the
+   * sandbox runs as many shells as it allows.
+   */
   static async open(ctx: ShellContext, options: ShellOptions = {}): Promise<Shell> {
     const shell = new Shell(ctx, { cols: options.cols ?? 80, rows: options.rows ?? 24 });
     await shell.#connect({
@@ -84,12 +107,12 @@ export class Shell {
 
   /** Output bytes delivered so far. */
   get bytesReceived(): number {
-    return this.#delivered;
+    return this.#output.delivered;
   }
 
   /** The underlying socket, e.g. for a test that cuts the connection. */
   get socket(): Channel['socket'] | undefined {
-    return this.#channel?.socket;
+    return this.#link?.channel?.socket;
   }
 
   onData(listener: (data: Buffer) => void): () => void {
@@ -102,7 +125,7 @@ export class Shell {
     return () => this.#exitListeners.delete(listener);
   }
 
-  /** A connection that cannot be restored (rejected token, shell gone). */
+  /** A connection that cannot be restored (rejected token, shell gone, reconnects used up). */
   onError(listener: (err: unknown) => void): () => void {
     this.#errorListeners.add(listener);
     return () => this.#errorListeners.delete(listener);
@@ -126,14 +149,20 @@ export class Shell {
     this.#send({ type: 'close' });
   }
 
-  /** Leaves the shell running in the sandbox (reattach later by `id`) and closes this connection. */
+  /**
+   * Leaves the shell running in the sandbox (reattach later by `id`) and closes this
+   * connection; a reconnect in progress stops, and a socket it opens is closed.
+   */
   detach(): void {
     this.#detached = true;
-    this.#channel?.close();
+    this.#stop.abort();
+    this.#reconnector.dropped();
+    this.#link?.channel?.close();
   }
 
   #send(frame: ShellClientFrame): void {
-    if (this.#channel?.open === true) this.#channel.send(frame);
+    const channel = this.#link?.channel;
+    if (channel?.open === true) channel.send(frame);
     else this.#queued.push(frame);
   }
 
@@ -141,45 +170,47 @@ export class Shell {
     return { type: 'start', ...this.#size, shell_session_id: this.#id, output: 'binary' };
   }
 
+  /** Resolves once the agent answered `start` with `ready`; its `error` frame rejects, typed. */
   async #connect(start: ShellStartFrame): Promise<void> {
-    const url = socketUrl(this.ctx, 'v1/shell/ws');
-    let closed!: (code: number, error: SbxClientError | undefined) => void;
+    const link = newShellLink();
     const channel = await openChannel(
-      url,
+      socketUrl(this.ctx, 'v1/shell/ws'),
       this.ctx.tokens,
       {
-        onFrame: (frame) => this.#onFrame(frame),
-        onBinary: (data) => this.#onOutput(data),
-        onClose: (code, error) => closed(code, error),
+        onFrame: (frame) => this.#onFrame(link, frame),
+        onBinary: (data) => this.#onOutput(link, data),
+        onClose: (code, error) => this.#onClosed(link, code, error),
       },
       this.ctx.timeoutMs,
+      this.#stop.signal,
     );
-    closed = (code, error) => this.#onClosed(channel, code, error);
-    this.#channel = channel;
-    // What was delivered before is replayed first; skip it (see the class comment).
-    this.#skip = this.#delivered;
+    link.channel = channel;
     channel.send(start);
-    const queued = this.#queued;
-    this.#queued = [];
-    for (const frame of queued) channel.send(frame);
+    await link.start.wait(channel, this.ctx.timeoutMs, this.#stop.signal, this.#what());
   }
 
-  #onFrame(frame: ServerFrame): void {
+  #what(): string {
+    return this.#id === '' ? 'shell' : `shell ${this.#id}`;
+  }
+
+  #onFrame(link: Link, frame: ServerFrame): void {
     switch (frame.type) {
       case 'ready':
-        if (frame.shell_session_id !== undefined) this.#id = frame.shell_session_id;
-        // The agent says where its replay starts: skip exactly what was already delivered.
-        if (frame.output_offset !== undefined)
-          this.#skip = Math.max(0, this.#delivered - frame.output_offset);
+        this.#onReady(link, frame);
         return;
       case 'stdout':
       case 'stderr':
-        this.#onOutput(Buffer.from(frame.data, frame.encoding === 'base64' ? 'base64' : 'utf8'));
+        this.#onOutput(link, Buffer.from(frame.data, frame.encoding === 'base64' ? 'base64' : 'utf8'));
         return;
       case 'exit':
         this.#exit = { code: frame.code, signal: frame.signal };
         return;
-      case 'error':
+      case 'error': {
+        const error = errorOfFrame(frame, this.#what());
+        if (link.start.pending) link.start.fail(error);
+        else link.lastError = error;
+        return;
+      }
       case 'event':
       case 'auth_ok':
       case 'pong':
@@ -187,43 +218,77 @@ export class Shell {
     }
   }
 
-  #onOutput(data: Buffer): void {
-    let fresh = data;
-    if (this.#skip > 0) {
-      const dropped = Math.min(this.#skip, data.length);
-      this.#skip -= dropped;
-      fresh = data.subarray(dropped);
+  /** Taken in the frame's own tick, so a close right behind `ready` already finds this link current. */
+  #onReady(link: Link, frame: Extract<ServerFrame, { type: 'ready' }>): void {
+    if (!link.start.pending) return;
+    if (this.#detached) {
+      link.start.fail(abortReason(this.#stop.signal));
+      return;
     }
+    if (frame.shell_session_id !== undefined) this.#id = frame.shell_session_id;
+    this.#output.replayFrom(frame.output_offset);
+    this.#link = link;
+    link.start.succeed();
+    this.#reconnector.connected();
+    const queued = this.#queued;
+    this.#queued = [];
+    for (const queuedFrame of queued) link.channel?.send(queuedFrame);
+  }
+
+  #onOutput(link: Link, data: Buffer): void {
+    if (link !== this.#link) return;
+    const fresh = this.#output.fresh(data);
     if (fresh.length === 0) return;
-    this.#delivered += fresh.length;
+    this.#reconnector.proven();
     for (const listener of this.#dataListeners) listener(fresh);
   }
 
-  #onClosed(channel: Channel, code: number, error: SbxClientError | undefined): void {
-    if (channel !== this.#channel) return;
-    this.#channel = undefined;
+  #onClosed(link: Link, code: number, error: SbxClientError | undefined): void {
+    if (link.start.pending) {
+      link.start.fail(
+        link.lastError ??
+          error ??
+          clientError('BACKEND_UNAVAILABLE', `${this.#what()}: closed before it started`),
+      );
+      return;
+    }
+    if (link !== this.#link) return;
+    this.#link = undefined;
+    this.#reconnector.dropped();
     if (this.#exit !== undefined) {
       for (const listener of this.#exitListeners) listener(this.#exit);
       this.#done.resolve(this.#exit);
       return;
     }
     if (this.#detached) return;
-    if (!isReconnectable(code)) {
-      this.#fail(error);
-      return;
-    }
-    this.#reconnect().catch((err: unknown) => this.#fail(err));
+    if (code === WS_CLOSE_CODES.NORMAL) this.#fail(this.#endedWithoutExit());
+    else if (!isReconnectable(code)) this.#fail(link.lastError ?? error);
+    else this.#reconnect(error);
   }
 
   /** Refreshes the token when it expired, then reattaches with backoff until the policy gives up. */
-  async #reconnect(): Promise<void> {
-    await reconnectWithBackoff(() => this.#connect(this.#reattachFrame()), this.ctx.retry);
-    this.reconnects++;
+  #reconnect(dropError: SbxClientError | undefined): void {
+    this.#reconnector
+      .reconnect(() => this.#connect(this.#reattachFrame()), this.#stop.signal, dropError)
+      .then(
+        () => this.reconnects++,
+        (err: unknown) => {
+          if (!this.#detached) this.#fail(err);
+        },
+      );
+  }
+
+  #endedWithoutExit(): SbxClientError {
+    return clientError(
+      'BACKEND_UNAVAILABLE',
+      `${this.#what()}: the sandbox ended the connection without an exit status; the shell may still run: attach to it by id`,
+      { closeCode: WS_CLOSE_CODES.NORMAL },
+    );
   }
 
   #fail(error: unknown): void {
-    if (error === undefined) return;
-    for (const listener of this.#errorListeners) listener(error);
-    this.#done.reject(error);
+    const reason = error ?? clientError('BACKEND_UNAVAILABLE', `${this.#what()}: the connection was lost`);
+    for (const listener of this.#errorListeners) listener(reason);
+    this.#done.reject(reason);
   }
 }

@@ -120,7 +120,9 @@ export function openChannel(
       reject(abortReason(signal));
       return;
     }
-    const socket = new WebSocket(url, { perMessageDeflate: false });
+    // One message per tick: output right behind `start`'s answer then reaches listeners a
+    // caller adds as soon as `Shell.open` resolves, instead of being delivered before them.
+    const socket = new WebSocket(url, { perMessageDeflate: false, allowSynchronousEvents: false });
     let authed = false;
     let rejection: ServerFrame | undefined;
     const onAbort = (): void => fail(abortReason(signal));
