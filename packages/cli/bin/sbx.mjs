@@ -3,6 +3,7 @@
 // so `sbx` works from a checkout without a build step.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const require = createRequire(new URL('../../../package.json', import.meta.url));
@@ -12,9 +13,15 @@ const child = spawn(process.execPath, ['--import', tsxLoader, main, ...process.a
   stdio: 'inherit',
 });
 // The terminal's signals reach the child through the process group; forward a kill too.
-for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+const forward = (signal) => child.kill(signal);
+for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, forward);
 process.on('SIGINT', () => undefined);
 child.on('exit', (code, signal) => {
-  if (signal !== null) process.kill(process.pid, signal);
-  else process.exit(code ?? 1);
+  if (signal === null) process.exit(code ?? 1);
+  // Die of the child's signal, so a caller sees it (a shell reports 128 + n and stops a
+  // script on Ctrl-C). The listeners above would catch it and exit 0: remove them first.
+  process.removeAllListeners(signal);
+  process.kill(process.pid, signal);
+  // Should the signal not end this process (a disposition it cannot override), say it anyway.
+  setTimeout(() => process.exit(128 + (os.constants.signals[signal] ?? 0)), 1_000);
 });

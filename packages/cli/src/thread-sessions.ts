@@ -1,4 +1,4 @@
-import type { SessionResponse } from '@sbx/protocol';
+import { SbxError, type SessionResponse } from '@sbx/protocol';
 import {
   NotFoundError,
   RefreshingCredentials,
@@ -12,6 +12,16 @@ import { CLI_RETRY } from './context.js';
 import { renegotiatingClient } from './renegotiating-client.js';
 import { brokerErrors, isGone, stalenessOf, type Staleness } from './staleness.js';
 import { BINDING_ROLES, type BindingRole, type CachedThread, type CliStore } from './store.js';
+
+/**
+ * The thread's sandbox ended and none took its place (exit 4). Not an SDK NotFoundError:
+ * code that takes those for "no such file" (a sync's listing) must not swallow it.
+ */
+export class SandboxGoneError extends SbxError {
+  constructor(thread: string) {
+    super('SANDBOX_NOT_FOUND', `the thread's sandbox is gone: run sbx ensure ${thread}`);
+  }
+}
 
 /**
  * The CLI's bindings on a thread's sandbox. The broker grants by actor type: a human gets
@@ -82,11 +92,21 @@ export class ThreadSessions {
       return this.#reopen(target, cached, staleness);
     }
     // Single-flight: calls failing together (a sync's parallel transfers) share one renegotiation.
+    // A failed one is forgotten, so the next stale failure asks the broker again (a
+    // `sync --watch` outlasting a network outage).
     let renegotiation: Promise<SandboxClient> | undefined;
+    const renegotiate = async (staleness: Staleness): Promise<SandboxClient> => {
+      try {
+        return await this.#reopen(target, cached, staleness, opened.credentials);
+      } catch (err) {
+        renegotiation = undefined;
+        throw err;
+      }
+    };
     return renegotiatingClient(opened.client, (err) => {
       const staleness = stalenessOf(err);
       if (staleness === undefined) return undefined;
-      renegotiation ??= this.#reopen(target, cached, staleness, opened.credentials);
+      renegotiation ??= renegotiate(staleness);
       return renegotiation;
     });
   }
@@ -156,7 +176,12 @@ export class ThreadSessions {
     return { client, credentials };
   }
 
-  /** Drops what is known bad (a refused token's binding, else the entry), then ensures again. */
+  /**
+   * Drops what is known bad (a refused token's binding, else the entry), then joins the
+   * thread's sandbox again. Never creates one: `get` resumes a suspended sandbox and binds
+   * anew, but a thread whose sandbox ended has none until `sbx ensure` (a sync or read
+   * against a new, empty sandbox would mirror emptiness over the user's files).
+   */
   async #reopen(
     target: Target,
     stale: CachedThread,
@@ -172,7 +197,13 @@ export class ThreadSessions {
       return { ...entry, bindings: others };
     });
     const hint = staleness === 'gone' ? undefined : stale.sandbox_id;
-    const renewed = await this.#negotiate(thread, role, 'ensure', hint);
+    let renewed: CachedThread;
+    try {
+      renewed = await this.#negotiate(thread, role, 'get', hint);
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      throw new SandboxGoneError(thread);
+    }
     return (await this.#open(target, renewed)).client;
   }
 

@@ -1,8 +1,10 @@
 // `sbx` (a real process) with a thread cache that went stale behind its back: the sandbox
 // released by another client, a token the broker no longer refreshes, a token the agent
 // refuses, a real 403, and an endpoint that stays dead after renegotiating.
+import { readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { BrokerClient, SessionExpiredError } from '@sbx/client';
+import { BrokerClient, NotFoundError, SessionExpiredError } from '@sbx/client';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { CliStore, type CachedBinding, type CachedThread } from '../src/store.js';
 import { sbxRunner, type SbxRunner } from './support.js';
@@ -12,7 +14,17 @@ let real: RealBroker;
 let cli: SbxRunner;
 /** Another client of the same owner (the web app, a colleague's script). */
 let elsewhere: BrokerClient;
-const threads = ['thr_released', 'thr_shell', 'thr_expired', 'thr_tampered', 'thr_forbidden', 'thr_dead'];
+const threads = [
+  'thr_released',
+  'thr_shell',
+  'thr_expired',
+  'thr_rebind',
+  'thr_tampered',
+  'thr_forbidden',
+  'thr_dead',
+  'thr_sync_gone',
+  'thr_sync_moved',
+];
 
 const oneLine = (text: string): boolean => text.trimEnd().split('\n').length === 1;
 
@@ -51,6 +63,15 @@ async function releaseBehindItsBack(entry: CachedThread): Promise<void> {
   );
 }
 
+/** The thread has no sandbox: attaching (which never creates) finds none. */
+async function expectNoSandbox(thread: string): Promise<void> {
+  const target = {
+    scope: { type: 'thread', id: thread },
+    actor: { type: 'human', id: 'usr:stale' },
+  } as const;
+  await expect(elsewhere.get(target)).rejects.toBeInstanceOf(NotFoundError);
+}
+
 beforeAll(async () => {
   real = await startRealBroker();
   cli = sbxRunner();
@@ -67,9 +88,9 @@ afterAll(async () => {
   cli.close();
 }, SLOW);
 
-describe('a stale thread cache is renegotiated once', () => {
+describe('a stale thread cache is renegotiated once, never by creating a sandbox', () => {
   it(
-    'a sandbox released behind its back: exec runs on a new sandbox (connection refused)',
+    'a sandbox released behind its back: exec exits 4 and creates none; sbx ensure starts a new one',
     async () => {
       const before = await ensured('thr_released');
       const wrote = await cli.sbx(['exec', 'thr_released', '--', 'sh', '-c', 'echo old > note.txt']);
@@ -77,35 +98,39 @@ describe('a stale thread cache is renegotiated once', () => {
       await releaseBehindItsBack(before);
 
       const result = await cli.sbx(['exec', 'thr_released', '--', 'sh', '-c', 'cat note.txt || echo new']);
-      expect(result).toMatchObject({ code: 0, stdout: 'new\n' });
-      const after = cached('thr_released');
+      expect(result).toEqual({
+        code: 4,
+        stdout: '',
+        stderr: "sbx: the thread's sandbox is gone: run sbx ensure thr_released\n",
+      });
+      await expectNoSandbox('thr_released');
+      // The bindings of the ended sandbox are dropped, not kept for the next command.
+      expect(new CliStore(cli.home).readThreads()['thr_released']).toBeUndefined();
+
+      const after = await ensured('thr_released');
       expect(after.sandbox_id).not.toBe(before.sandbox_id);
-      // The bindings of the ended sandbox are dropped, not carried over.
-      expect(Object.keys(after.bindings)).toEqual(['agent']);
-      // The renewed cache is used as it is: the human binding joins the same new sandbox.
-      const listed = await cli.sbx(['ls', 'thr_released', '--json']);
-      expect(listed.code).toBe(0);
-      expect(cached('thr_released').sandbox_id).toBe(after.sandbox_id);
+      const fresh = await cli.sbx(['exec', 'thr_released', '--', 'sh', '-c', 'cat note.txt || echo new']);
+      expect(fresh).toMatchObject({ code: 0, stdout: 'new\n' });
     },
     SLOW,
   );
 
   it(
-    'a shell opened on a released sandbox starts on the new one',
+    'a shell opened on a released sandbox exits 4 and starts no sandbox',
     async () => {
       const before = await ensured('thr_shell');
       await releaseBehindItsBack(before);
 
       const result = await cli.sbx(['shell', 'thr_shell'], { input: 'echo "up-$((40+2))"\nexit 3\n' });
-      expect(result.code).toBe(3);
-      expect(result.stdout).toMatch(/^up-42\r?$/m);
-      expect(cached('thr_shell').sandbox_id).not.toBe(before.sandbox_id);
+      expect(result.code).toBe(4);
+      expect(result.stderr).toBe("sbx: the thread's sandbox is gone: run sbx ensure thr_shell\n");
+      await expectNoSandbox('thr_shell');
     },
     SLOW,
   );
 
   it(
-    'a token the broker will not refresh (410): a new sandbox, negotiated without the old id',
+    'a token the broker will not refresh (410) because the sandbox ended: exit 4, none created',
     async () => {
       const before = await ensured('thr_expired');
       await releaseBehindItsBack(before);
@@ -113,10 +138,25 @@ describe('a stale thread cache is renegotiated once', () => {
       cacheBinding('thr_expired', 'human', { expires_at: new Date(Date.now() - 1000).toISOString() });
 
       const listed = await cli.sbx(['ls', 'thr_expired', '--json']);
+      expect(listed.code).toBe(4);
+      expect(listed.stderr).toMatch(/^sbx: the thread's sandbox is gone: run sbx ensure thr_expired\n$/);
+      await expectNoSandbox('thr_expired');
+    },
+    SLOW,
+  );
+
+  it(
+    'a binding released elsewhere on a sandbox that lives on (410): a new binding on the same sandbox',
+    async () => {
+      const before = await ensured('thr_rebind');
+      // Only the human binding ends; the agent's keeps the sandbox.
+      await elsewhere.release(binding(before, 'human').session_id);
+      cacheBinding('thr_rebind', 'human', { expires_at: new Date(Date.now() - 1000).toISOString() });
+
+      const listed = await cli.sbx(['ls', 'thr_rebind', '--json']);
       expect(listed.code).toBe(0);
-      expect(JSON.parse(listed.stdout)).toMatchObject({ entries: [] });
-      const after = cached('thr_expired');
-      expect(after.sandbox_id).not.toBe(before.sandbox_id);
+      const after = cached('thr_rebind');
+      expect(after.sandbox_id).toBe(before.sandbox_id);
       expect(binding(after, 'human').session_id).not.toBe(binding(before, 'human').session_id);
     },
     SLOW,
@@ -180,6 +220,68 @@ describe('a stale thread cache is renegotiated once', () => {
       expect(result.code).toBe(5);
       expect(oneLine(result.stderr)).toBe(true);
       expect(await negotiations()).toBe(negotiatedBefore + 1);
+    },
+    SLOW,
+  );
+});
+
+describe('sbx sync --delete on a stale cache deletes nothing', () => {
+  /** A pulled copy of the thread's workspace plus a file that exists only here. */
+  async function pulledCopy(thread: string): Promise<{ dir: string; files: string[] }> {
+    const wrote = await cli.sbx([
+      'exec',
+      thread,
+      '--',
+      'sh',
+      '-c',
+      'mkdir -p src && echo remote > src/r.txt',
+    ]);
+    expect(wrote.code).toBe(0);
+    const dir = path.join(path.dirname(cli.home), `copy-${thread}`);
+    expect((await cli.sbx(['sync', `${thread}:`, dir])).code).toBe(0);
+    writeFileSync(path.join(dir, 'precious.txt'), 'only here\n');
+    return { dir, files: readdirSync(dir, { recursive: true }).map(String).toSorted() };
+  }
+
+  it(
+    'the sandbox was released: exit 4, the local directory untouched, no sandbox created',
+    async () => {
+      const before = await ensured('thr_sync_gone');
+      const copy = await pulledCopy('thr_sync_gone');
+      expect(copy.files).toEqual(['precious.txt', 'src', path.join('src', 'r.txt')]);
+      await releaseBehindItsBack(before);
+
+      const result = await cli.sbx(['sync', 'thr_sync_gone:', copy.dir, '--delete']);
+      expect(result.code).toBe(4);
+      expect(result.stderr).toBe("sbx: the thread's sandbox is gone: run sbx ensure thr_sync_gone\n");
+      expect(readdirSync(copy.dir, { recursive: true }).map(String).toSorted()).toEqual(copy.files);
+      await expectNoSandbox('thr_sync_gone');
+    },
+    SLOW,
+  );
+
+  it(
+    'the thread moved to another, empty sandbox meanwhile: --delete is refused (exit 1)',
+    async () => {
+      const before = await ensured('thr_sync_moved');
+      const copy = await pulledCopy('thr_sync_moved');
+      await releaseBehindItsBack(before);
+      // Someone else started the thread again: a new, empty workspace.
+      const target = {
+        scope: { type: 'thread', id: 'thr_sync_moved' },
+        actor: { type: 'human', id: 'usr:stale' },
+      } as const;
+      const moved = await elsewhere.ensure(target);
+      expect(moved.sandbox.id).not.toBe(before.sandbox_id);
+
+      const result = await cli.sbx(['sync', 'thr_sync_moved:', copy.dir, '--delete']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^sbx: sync: the thread's sandbox changed during the sync \\(${before.sandbox_id} → ${moved.sandbox.id}\\); --delete refused, nothing was deleted`,
+        ),
+      );
+      expect(readdirSync(copy.dir, { recursive: true }).map(String).toSorted()).toEqual(copy.files);
     },
     SLOW,
   );

@@ -27,6 +27,7 @@ export interface DeviceCode {
 export interface TokenRequest {
   readonly grantType: string;
   readonly at: number;
+  readonly status: number;
   /** The OAuth error answered, undefined for tokens. */
   readonly error: string | undefined;
 }
@@ -40,6 +41,12 @@ export interface DeviceIssuer {
   accessTokenTtl: number;
   /** New device codes answer their first poll with slow_down. */
   slowDownFirstPoll: boolean;
+  /** The next token requests are answered with these statuses (no OAuth error): an outage. */
+  tokenOutage: number[];
+  /** Refresh-token grants are answered this much later (a slow issuer). */
+  refreshDelayMs: number;
+  /** Refresh-token grants received so far (counted on arrival, before any delay). */
+  refreshArrivals: number;
   readonly tokenRequests: TokenRequest[];
   /** The device code whose user code is `userCode` (throws when there is none). */
   code(userCode: string): DeviceCode;
@@ -108,7 +115,7 @@ export async function startDeviceIssuer(options: { clientId?: string } = {}): Pr
 
   const answer = (res: ServerResponse, grantType: string, status: number, body: Record<string, unknown>) => {
     const error = typeof body['error'] === 'string' ? body['error'] : undefined;
-    tokenRequests.push({ grantType, at: Date.now(), error });
+    tokenRequests.push({ grantType, at: Date.now(), status, error });
     send(res, status, body);
   };
 
@@ -149,6 +156,9 @@ export async function startDeviceIssuer(options: { clientId?: string } = {}): Pr
     expiresIn: 60,
     accessTokenTtl: 300,
     slowDownFirstPoll: false,
+    tokenOutage: [],
+    refreshDelayMs: 0,
+    refreshArrivals: 0,
     tokenRequests,
     code(user) {
       const found = [...codes.values()].find((c) => c.userCode === user);
@@ -198,10 +208,16 @@ export async function startDeviceIssuer(options: { clientId?: string } = {}): Pr
     formRoute((form, res) => {
       const grantType = form.get('grant_type') ?? '';
       if (form.get('client_id') !== clientId) return answer(res, grantType, 401, { error: 'invalid_client' });
+      const outage = issuer.tokenOutage.shift();
+      if (outage !== undefined) return answer(res, grantType, outage, { detail: 'issuer unavailable' });
       if (grantType === 'urn:ietf:params:oauth:grant-type:device_code') {
         return answer(res, grantType, ...pollDeviceCode(issuer, form));
       }
-      if (grantType === 'refresh_token') return answer(res, grantType, ...refresh(issuer, form));
+      if (grantType === 'refresh_token') {
+        issuer.refreshArrivals++;
+        setTimeout(() => answer(res, grantType, ...refresh(issuer, form)), issuer.refreshDelayMs);
+        return;
+      }
       return answer(res, grantType, 400, { error: 'unsupported_grant_type' });
     }),
   );

@@ -111,3 +111,20 @@ export function spawnSbx(home: string, args: readonly string[]): RunningSbx {
   };
   return { waitForStderr, done, kill };
 }
+
+/** `sbx login --device` against `broker`, with `act` playing the user once the CLI shows the code. */
+export async function deviceLoginAt(
+  broker: OidcBroker,
+  home: string,
+  act: (userCode: string) => void,
+): Promise<SbxResult & { userCode: string }> {
+  const args = ['login', '--broker', broker.url, '--device', '--issuer', broker.issuer.oidc.issuer];
+  const running = spawnSbx(home, args);
+  try {
+    const [, userCode = ''] = await running.waitForStderr(/enter the code: ([A-Z]{4}-[A-Z]{4})\n/);
+    act(userCode);
+    return { ...(await running.done), userCode };
+  } finally {
+    running.kill();
+  }
+}

@@ -101,6 +101,23 @@ export class ExecStream {
     return this.#processId;
   }
 
+  /**
+   * Stops reading output until `resumeOutput()`: TCP then pushes back on the agent, which
+   * pauses the program at its own high-water mark (a consumer slower than the program).
+   */
+  pauseOutput(): void {
+    this.#channel.socket.pause();
+  }
+
+  resumeOutput(): void {
+    this.#channel.socket.resume();
+  }
+
+  /** Drops the connection at once; the agent ends a program whose socket closed. */
+  abandon(): void {
+    this.#channel.socket.terminate();
+  }
+
   /** The socket, e.g. for a test that cuts the connection. */
   get socket(): Channel['socket'] {
     return this.#channel.socket;

@@ -3,6 +3,7 @@ import type { ExecResult, SandboxClient } from '@sbx/client';
 import { loggedIn, parseCommand, positional, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { ThreadSessions } from '../thread-sessions.js';
+import { forwardSignals, OutputFlow } from './exec-io.js';
 
 const USAGE = 'exec: sbx exec <thread> [-i] [--cwd <dir>] [--timeout <seconds>] -- <command> [args…]';
 
@@ -10,7 +11,9 @@ const USAGE = 'exec: sbx exec <thread> [-i] [--cwd <dir>] [--timeout <seconds>] 
  * Runs a command in the sandbox (through the agent binding: only agents hold `process`),
  * streams its output as it is written and exits with its exit code (128 + n for a signal,
  * as a shell reports it). `-i` passes this process's stdin through (EOF included);
- * Ctrl-C and SIGTERM are passed on to the command. `--json` waits and prints one result.
+ * Ctrl-C and SIGTERM are passed on to the command; a second one, or 5 s without an exit,
+ * gives up on it (exec-io.ts). Output is read no faster than stdout takes it.
+ * `--json` waits and prints one result.
  */
 export async function exec(ctx: CliContext, args: readonly string[]): Promise<number> {
   const separator = args.indexOf('--');
@@ -46,24 +49,29 @@ async function streamed(
   options: { readonly cwd?: string; readonly timeoutMs?: number },
   interactive: boolean,
 ): Promise<number> {
+  const flow = new OutputFlow();
   const run = await sandbox.exec.stream(
     { argv },
-    { ...options, onStdout: (data) => ctx.stdout.write(data), onStderr: (data) => ctx.stderr.write(data) },
+    {
+      ...options,
+      onStdout: (data) => flow.write(ctx.stdout, data),
+      onStderr: (data) => flow.write(ctx.stderr, data),
+    },
   );
-  const forward = (signal: 'SIGINT' | 'SIGTERM') => () => run.kill(signal);
-  const onInt = forward('SIGINT');
-  const onTerm = forward('SIGTERM');
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
+  flow.attach(run);
+  const signals = forwardSignals(run);
   if (interactive) pipeStdin(ctx, run);
   else run.closeStdin();
   try {
-    const exit = await run.wait();
-    if (exit.timedOut) ctx.stderr.write(`sbx: the command timed out and was terminated\n`);
-    return exit.code;
+    const ending = await Promise.race([run.wait(), signals.gaveUp]);
+    if (typeof ending === 'number') {
+      ctx.stderr.write('sbx: stopped waiting for the command; the connection was closed, which ends it\n');
+      return ending;
+    }
+    if (ending.timedOut) ctx.stderr.write(`sbx: the command timed out and was terminated\n`);
+    return ending.code;
   } finally {
-    process.off('SIGINT', onInt);
-    process.off('SIGTERM', onTerm);
+    signals.stop();
     ctx.stdin.pause();
   }
 }

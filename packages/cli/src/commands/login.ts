@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import { BrokerClient } from '@sbx/client';
 import { ID_PATTERN } from '@sbx/protocol';
+import { withConfigLock } from '../config-lock.js';
 import { CLI_RETRY, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { deviceLogin } from '../oauth/device-login.js';
@@ -46,7 +47,8 @@ export async function login(ctx: CliContext, args: readonly string[]): Promise<n
     values.device === true
       ? await loginWithDevice(ctx, values, brokerUrl, stored)
       : await loginWithKey(ctx, values, brokerUrl);
-  ctx.store.writeConfig(config);
+  // Under the login lock, as a refresh in another sbx writes (oauth/stored-login.ts).
+  await withConfigLock(ctx.store.home, () => Promise.resolve(ctx.store.writeConfig(config)));
   report(ctx, config, values.json === true);
   return EXIT.ok;
 }

@@ -1,3 +1,4 @@
+import { withConfigLock } from '../config-lock.js';
 import { parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 
@@ -8,11 +9,15 @@ import { EXIT } from '../exit-codes.js';
  * Sandboxes are left running: they belong to the thread, not to this machine's login
  * (`sbx release` ends them).
  */
-export function logout(ctx: CliContext, args: readonly string[]): Promise<number> {
+export async function logout(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values } = parseCommand('logout', args, { json: { type: 'boolean' } });
-  const wasLoggedIn = ctx.store.readConfig() !== undefined;
-  ctx.store.clear();
+  // Under the login lock: a refresh in flight in another sbx must not write the login back.
+  const wasLoggedIn = await withConfigLock(ctx.store.home, () => {
+    const stored = ctx.store.readConfig() !== undefined;
+    ctx.store.clear();
+    return Promise.resolve(stored);
+  });
   if (values.json === true) printJson(ctx, { logged_out: wasLoggedIn });
   else ctx.stdout.write(wasLoggedIn ? 'logged out\n' : 'not logged in\n');
-  return Promise.resolve(EXIT.ok);
+  return EXIT.ok;
 }

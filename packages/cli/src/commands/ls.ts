@@ -1,5 +1,6 @@
 import { loggedIn, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
+import { printable } from '../printable.js';
 import { parseRemotePath, requireRemotePath } from '../remote-path.js';
 import { formatTable } from '../table.js';
 import { ThreadSessions } from '../thread-sessions.js';
@@ -29,7 +30,8 @@ export async function ls(ctx: CliContext, args: readonly string[]): Promise<numb
     e.type,
     String(e.size),
     e.mtime,
-    e.type === 'dir' ? `${e.name}/` : e.name,
+    // Names come from the sandbox: control characters could drive the terminal.
+    printable(e.type === 'dir' ? `${e.name}/` : e.name),
   ]);
   ctx.stdout.write(formatTable(['MODE', 'TYPE', 'SIZE', 'MODIFIED', 'NAME'], rows));
   return EXIT.ok;

@@ -2,6 +2,7 @@ import type { RetryPolicy, Shell, ShellExit } from '@sbx/client';
 import { loggedIn, parseCommand, positional, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { ThreadSessions } from '../thread-sessions.js';
+import { passPipedEnd } from './shell-eof.js';
 
 /** Ctrl-] (as telnet): leaves the shell running in the sandbox. */
 const DETACH_KEY = 0x1d;
@@ -53,7 +54,10 @@ export async function shell(ctx: CliContext, args: readonly string[]): Promise<n
   return ending.kind === 'detach' ? EXIT.ok : ending.exit.code;
 }
 
-/** Wires the terminal to the shell until it exits, fails, or the user detaches. */
+/**
+ * Wires the terminal to the shell until it exits, fails, or the user detaches. When stdin
+ * is not a terminal, its end ends the shell too (see `PipedEnd`).
+ */
 function runTerminal(ctx: CliContext, remote: Shell, observe: boolean): Promise<Ending> {
   const { stdin, stdout } = ctx;
   const raw = stdin.isTTY;
@@ -77,6 +81,7 @@ function runTerminal(ctx: CliContext, remote: Shell, observe: boolean): Promise<
     const onResize = (): void => remote.resize(stdout.columns, stdout.rows);
     stdin.on('data', onInput);
     cleanups.push(() => stdin.off('data', onInput));
+    if (!raw && !observe) cleanups.push(passPipedEnd(stdin, remote));
     if (!observe) {
       stdout.on('resize', onResize);
       cleanups.push(() => stdout.off('resize', onResize));

@@ -86,9 +86,13 @@ async function openTarget(
   onChange: (change: Change) => void,
 ): Promise<SyncTarget> {
   const { thread } = route.remote;
+  const currentSandbox = (): string | undefined => ctx.store.readThreads()[thread]?.sandbox_id;
+  const cachedBefore = currentSandbox();
   const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(thread, 'human');
   const remoteRoot = route.remote.path.replace(/(.)\/+$/, '$1');
-  const sandboxId = ctx.store.readThreads()[thread]?.sandbox_id ?? thread;
+  const sandboxId = currentSandbox() ?? thread;
+  // Opening may already have renegotiated: the sandbox the cache named is the one to compare with.
+  const sandboxAtStart = cachedBefore ?? currentSandbox();
   const manifest = SyncManifest.load(ctx.store.home, { sandboxId, remoteRoot, localRoot: route.localRoot });
   const base = { direction: route.direction, local: route.localRoot, remote: `${thread}:${remoteRoot}` };
   const report = new SyncReport(base, onChange);
@@ -100,6 +104,8 @@ async function openTarget(
     manifest,
     report,
     deleteExtra,
+    sandboxAtStart,
+    currentSandbox,
   };
 }
 

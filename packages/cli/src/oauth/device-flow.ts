@@ -72,7 +72,8 @@ export async function startDeviceAuthorization(
  * `interval` seconds before every poll; `authorization_pending` polls again,
  * `slow_down` adds 5 seconds to the interval, `access_denied` and `expired_token` end
  * the login, and so does the device code's own `expires_in` passing. A connection that
- * fails doubles the interval (§3.5: back off) and polls again.
+ * fails, an answer that stalls, or an issuer answering 5xx or 429 doubles the interval
+ * (§3.5: back off) and polls again.
  */
 export async function pollForToken(
   tokenEndpoint: string,

@@ -50,14 +50,39 @@ export async function issuerRequest(
       cause: err,
     });
   }
-  const text = await response.text();
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    // The body stalled past the timeout or the connection broke half way: as unreachable.
+    throw new TransportError(
+      'BACKEND_UNAVAILABLE',
+      `${what}: the issuer's answer did not arrive (${String(err)})`,
+      {
+        cause: err,
+      },
+    );
+  }
   return { status: response.status, body: parseJson(text) };
 }
 
-/** An answer that is neither the success nor an OAuth error: the issuer is broken or down. */
+/** The issuer is down or busy for now (5xx, 429): worth asking again later. */
+export const isUnavailableStatus = (status: number): boolean => status >= 500 || status === 429;
+
+/**
+ * An answer that is neither the success nor an OAuth error. A 5xx or 429 is a
+ * TransportError, as a refused connection is: the device login backs off and keeps
+ * polling (RFC 8628 §3.5), a refresh keeps using a token that still works.
+ */
 export function unexpectedAnswer(what: string, answer: IssuerAnswer): SbxError {
-  const code = answer.status >= 500 ? 'BACKEND_UNAVAILABLE' : 'BAD_REQUEST';
-  return new SbxError(code, `${what}: unexpected answer from the issuer (HTTP ${answer.status})`);
+  if (isUnavailableStatus(answer.status)) {
+    return new TransportError(
+      'BACKEND_UNAVAILABLE',
+      `${what}: the issuer is unavailable (HTTP ${answer.status})`,
+      { httpStatus: answer.status },
+    );
+  }
+  return new SbxError('BAD_REQUEST', `${what}: unexpected answer from the issuer (HTTP ${answer.status})`);
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

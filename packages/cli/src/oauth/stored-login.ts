@@ -1,5 +1,6 @@
 import { SbxError } from '@sbx/protocol';
 import { UnauthenticatedError } from '@sbx/client';
+import { withConfigLock } from '../config-lock.js';
 import { isDeviceLogin, type CliStore, type DeviceLoginConfig, type OidcTokens } from '../store.js';
 import { isRecord } from './issuer-http.js';
 import { OAuthError, requestToken, type TokenResponse } from './token-endpoint.js';
@@ -42,28 +43,32 @@ export function storedTokens(
  * The bearer of a device login, for BrokerClient: the stored access token, or, within
  * REFRESH_MARGIN_MS of its expiry, a new one from the refresh-token grant, stored before
  * it is used. config.json is read at every call, so a token another `sbx` process has
- * refreshed meanwhile is taken instead of spending (and, with rotation, burning) ours.
- * One refresh at a time per process.
+ * refreshed is taken instead of spending ours. Refreshing holds `config.lock`, so
+ * processes due at once spend the (rotating) refresh token once: the others wait, then
+ * find and use the token the first stored. One refresh at a time per process.
  */
 export function deviceLoginBearer(store: CliStore): () => Promise<string> {
   let inFlight: Promise<string> | undefined;
   return () => {
-    const tokens = currentLogin(store).oidc;
-    if (!isDue(tokens, Date.now())) return Promise.resolve(tokens.access_token);
-    inFlight ??= refreshStoredLogin(store).finally(() => {
+    const seen = currentLogin(store).oidc;
+    if (!isDue(seen, Date.now())) return Promise.resolve(seen.access_token);
+    inFlight ??= withConfigLock(store.home, () => refreshStoredLogin(store, seen)).finally(() => {
       inFlight = undefined;
     });
     return inFlight;
   };
 }
 
-async function refreshStoredLogin(store: CliStore): Promise<string> {
-  const login = currentLogin(store);
-  const tokens = login.oidc;
-  if (!isDue(tokens, Date.now())) return tokens.access_token;
+/** Under the lock: `seen` is the login as it was before waiting for it. */
+async function refreshStoredLogin(store: CliStore, seen: OidcTokens): Promise<string> {
+  const tokens = currentLogin(store).oidc;
+  const now = Date.now();
+  // Another process refreshed while this one waited: its token, even one due soon
+  // (an issuer may grant tokens shorter-lived than the margin).
+  if (tokens.access_token !== seen.access_token && !isExpired(tokens, now)) return tokens.access_token;
+  if (!isDue(tokens, now)) return tokens.access_token;
   if (tokens.refresh_token === undefined) {
-    if (isExpired(tokens, Date.now()))
-      throw loginExpired('the access token expired and there is no refresh token');
+    if (isExpired(tokens, now)) throw loginExpired('the access token expired and there is no refresh token');
     return tokens.access_token;
   }
   let response: TokenResponse;
@@ -77,15 +82,27 @@ async function refreshStoredLogin(store: CliStore): Promise<string> {
     // The issuer is down but the token still works: use it; the next call tries again.
     if (isUnreachable(err) && !isExpired(tokens, Date.now())) return tokens.access_token;
     if (!(err instanceof OAuthError && err.error === 'invalid_grant')) throw err;
-    // Another process may have rotated the refresh token a moment ago: use what it stored.
+    // A process that took no lock (an older sbx) may have rotated it a moment ago: use what it stored.
     const latest = currentLogin(store).oidc;
-    if (latest.refresh_token !== tokens.refresh_token && !isDue(latest, Date.now()))
+    if (latest.refresh_token !== tokens.refresh_token && !isExpired(latest, Date.now()))
       return latest.access_token;
     throw loginExpired('the issuer refused the refresh token');
   }
   const origin = { issuer: tokens.issuer, tokenEndpoint: tokens.token_endpoint, clientId: tokens.client_id };
-  store.writeConfig({ ...login, oidc: storedTokens(origin, response, tokens) });
+  saveUnlessReplaced(store, tokens, storedTokens(origin, response, tokens));
   return response.access_token;
+}
+
+/**
+ * Stores the refreshed tokens unless the login changed during the round trip (a logout, a
+ * new login): that is the user's latest word, and the new token then serves this command only.
+ */
+function saveUnlessReplaced(store: CliStore, refreshed: OidcTokens, renewed: OidcTokens): void {
+  const latest = store.readConfig();
+  if (latest === undefined || !isDeviceLogin(latest)) return;
+  const same =
+    latest.oidc.refresh_token === refreshed.refresh_token && latest.oidc.issuer === refreshed.issuer;
+  if (same) store.writeConfig({ ...latest, oidc: renewed });
 }
 
 const isUnreachable = (err: unknown): boolean =>

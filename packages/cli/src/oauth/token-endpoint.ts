@@ -1,5 +1,5 @@
 import { SbxError } from '@sbx/protocol';
-import { isRecord, issuerRequest, unexpectedAnswer } from './issuer-http.js';
+import { isRecord, issuerRequest, isUnavailableStatus, unexpectedAnswer } from './issuer-http.js';
 
 /** A successful token response (RFC 6749 §5.1). */
 export interface TokenResponse {
@@ -39,6 +39,7 @@ export async function requestToken(
   const answer = await issuerRequest(tokenEndpoint, what, form);
   const body = answer.body;
   if (answer.status === 200 && isRecord(body)) return tokenResponseOf(body, what);
+  if (isUnavailableStatus(answer.status)) throw unexpectedAnswer(what, answer);
   if (answer.status >= 400 && answer.status < 500 && isRecord(body) && typeof body['error'] === 'string') {
     throw oauthErrorOf(body, what);
   }

@@ -11,8 +11,10 @@ import { uploadFile } from './transfer.js';
  * Returns the local tree it pushed (`--watch` compares later scans with it).
  */
 export async function push(t: SyncTarget): Promise<LocalTree> {
-  const local = await walkLocal(t.localRoot);
-  const remote = (await walkRemote(t.files, t.remoteRoot, t.thread)) ?? (await createRoot(t));
+  const ignore = (rel: string, reason: string): void =>
+    t.report.record({ action: 'ignore', path: rel, reason });
+  const local = await walkLocal(t.localRoot, ignore);
+  const remote = (await walkRemote(t.files, t.remoteRoot, t.thread, ignore)) ?? (await createRoot(t));
   const plan = planSync(local, remote, t.deleteExtra, (rel) => {
     const l = local.get(rel);
     const r = remote.get(rel);

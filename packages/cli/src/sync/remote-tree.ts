@@ -1,5 +1,6 @@
 import { NotFoundError, type FilesApi } from '@sbx/client';
 import { UsageError } from '../exit-codes.js';
+import { nameProblem, type OnRefusedName } from './entry-names.js';
 import { runPool, TRANSFER_CONCURRENCY } from './pool.js';
 
 /** A file or directory under a remote sync root, as the agent listed it. */
@@ -21,12 +22,15 @@ export function remotePathOf(root: string, rel: string): string {
 
 /**
  * Every file and directory under `root` (symlinks and special files left out, as locally),
- * or undefined when `root` does not exist. Directories are listed a few at a time.
+ * or undefined when `root` does not exist. Directories are listed a few at a time. A name
+ * that is not one plain path segment (`..`, `a/b`, a control character) is left out and
+ * handed to `onRefused`: the listing comes from the sandbox, which is not trusted.
  */
 export async function walkRemote(
   files: FilesApi,
   root: string,
   thread: string,
+  onRefused: OnRefusedName,
 ): Promise<RemoteTree | undefined> {
   try {
     const info = await files.stat(root);
@@ -44,6 +48,11 @@ export async function walkRemote(
       for (const entry of listing.entries) {
         if (entry.type !== 'file' && entry.type !== 'dir') continue;
         const rel = dir === '' ? entry.name : `${dir}/${entry.name}`;
+        const problem = nameProblem(entry.name);
+        if (problem !== undefined) {
+          onRefused(rel, `the sandbox listed a name that is not allowed: ${problem}`);
+          continue;
+        }
         tree.set(rel, { type: entry.type, size: entry.size, mtime: entry.mtime });
         if (entry.type === 'dir') below.push(rel);
       }

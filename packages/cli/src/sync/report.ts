@@ -1,6 +1,8 @@
+import { printable } from '../printable.js';
 import { humanBytes } from '../progress-bar.js';
 
-export type ChangeAction = 'upload' | 'download' | 'mkdir' | 'delete' | 'conflict';
+/** `ignore`: a path left alone for what it is (a name not allowed, a symlink on the way); `reason` says. */
+export type ChangeAction = 'upload' | 'download' | 'mkdir' | 'delete' | 'conflict' | 'ignore';
 
 /** One thing a sync did (or, for a conflict, refused to do); `path` is relative to the roots. */
 export interface Change {
@@ -20,6 +22,7 @@ export interface SyncSummary {
   readonly deleted: number;
   readonly skipped: number;
   readonly conflicts: number;
+  readonly ignored: number;
   readonly bytes: number;
   readonly changes: readonly Change[];
 }
@@ -30,13 +33,14 @@ const VERB: Record<ChangeAction, string> = {
   mkdir: 'created',
   delete: 'deleted',
   conflict: 'conflict',
+  ignore: 'ignored',
 };
 
-/** How a change reads in a terminal: `uploaded   src/a.py (1.2 KiB)`. */
+/** How a change reads in a terminal: `uploaded   src/a.py (1.2 KiB)`; control characters masked. */
 export function changeLine(change: Change): string {
   const size = change.bytes === undefined ? '' : ` (${humanBytes(change.bytes)})`;
-  const reason = change.reason === undefined ? '' : `: ${change.reason}`;
-  return `${VERB[change.action].padEnd(10)} ${change.path}${size}${reason}`;
+  const reason = change.reason === undefined ? '' : `: ${printable(change.reason)}`;
+  return `${VERB[change.action].padEnd(10)} ${printable(change.path)}${size}${reason}`;
 }
 
 /** Counts what a sync does and tells `onChange` about each change as it happens. */
@@ -68,6 +72,7 @@ export class SyncReport {
       deleted: count('delete'),
       skipped: this.#skipped,
       conflicts: count('conflict'),
+      ignored: count('ignore'),
       bytes: this.#changes.reduce((sum, c) => sum + (c.bytes ?? 0), 0),
       changes: this.#changes,
     };
@@ -83,6 +88,7 @@ export function summaryLine(s: SyncSummary): string {
     ...(s.deleted > 0 ? [`${s.deleted} deleted`] : []),
     `${s.skipped} unchanged`,
     ...(s.conflicts > 0 ? [`${s.conflicts} conflicts`] : []),
+    ...(s.ignored > 0 ? [`${s.ignored} ignored`] : []),
     humanBytes(s.bytes),
   ];
   return `${s.direction} ${arrow}: ${parts.join(', ')}`;

@@ -14,6 +14,10 @@ export interface SyncTarget {
   readonly report: SyncReport;
   /** `--delete`: remove what the source side does not have. */
   readonly deleteExtra: boolean;
+  /** The thread's sandbox as cached before the sync began (or as first joined, when none was). */
+  readonly sandboxAtStart: string | undefined;
+  /** The thread's sandbox now (a renegotiation during the sync may have moved to another). */
+  readonly currentSandbox: () => string | undefined;
 }
 
 /** Why a conflicting path was left alone, as the report shows it. */

@@ -40,6 +40,8 @@ class PushWatcher {
   readonly #known: Map<string, LocalEntry>;
   /** Paths in conflict with the sandbox, left alone for the rest of the watch. */
   readonly #ignored = new Set<string>();
+  /** Local names the sandbox would refuse, already reported. */
+  readonly #refused = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #pass: Promise<void> | undefined;
   #again = false;
@@ -48,6 +50,9 @@ class PushWatcher {
 
   constructor(private readonly o: WatchOptions) {
     this.#known = new Map(o.pushed);
+    for (const change of o.target.report.summary().changes) {
+      if (change.action === 'ignore') this.#refused.add(change.path); // reported by the initial push
+    }
   }
 
   run(): Promise<void> {
@@ -130,7 +135,9 @@ class PushWatcher {
   /** One pass: what changed locally since the last push goes to the sandbox. */
   async #pushChanges(): Promise<void> {
     const t = this.o.target;
-    const current = this.#withoutIgnored(await walkLocal(t.localRoot));
+    const current = this.#withoutIgnored(
+      await walkLocal(t.localRoot, (rel, reason) => this.#refuse(rel, reason)),
+    );
     const known = this.#withoutIgnored(this.#known);
     const plan = planSync(current, known, t.deleteExtra, (rel) =>
       sameEntry(current.get(rel), known.get(rel)),
@@ -159,6 +166,13 @@ class PushWatcher {
       const reason = conflictReason(current.get(rel)?.type === 'dir', 'here', 'in the sandbox');
       this.o.target.report.record({ action: 'conflict', path: rel, reason });
     }
+  }
+
+  /** A name the sandbox would refuse: reported once for the whole watch. */
+  #refuse(rel: string, reason: string): void {
+    if (this.#refused.has(rel)) return;
+    this.#refused.add(rel);
+    this.o.target.report.record({ action: 'ignore', path: rel, reason });
   }
 
   #withoutIgnored(tree: ReadonlyMap<string, LocalEntry>): Map<string, LocalEntry> {
