@@ -13,7 +13,8 @@ import {
   type Shell,
 } from '../src/index.js';
 import { fakeAgentClient, fixedTokens, startFakeAgent, type FakeAgent } from './fake-agent.js';
-import { startRealBroker, type RealBroker } from './support.js';
+import { startSharedSandbox, type SharedSandbox } from './shared-sandbox.js';
+import type { RealBroker } from './support.js';
 import { eventually, rejectionOf } from './wait-for.js';
 
 const RETRY = { maxAttempts: 5, baseDelayMs: 40, maxDelayMs: 160 };
@@ -131,27 +132,20 @@ describe('detach during a reconnect (fake agent)', () => {
 });
 
 describe('against a real agent', () => {
+  let shared: SharedSandbox;
   let real: RealBroker;
   let broker: BrokerClient;
   let humanSession: BrokerSession;
-  let agentSession: BrokerSession;
   let human: SandboxClient;
   let agent: SandboxClient;
 
   beforeAll(async () => {
-    real = await startRealBroker();
-    broker = new BrokerClient({ baseUrl: real.harness.url, apiKey: real.apiKey });
-    const scope = { type: 'thread', id: 'thr_resilience' } as const;
-    agentSession = await BrokerSession.ensure(broker, { scope, actor: { type: 'agent', id: 'agt_res' } });
-    humanSession = await BrokerSession.ensure(broker, { scope, actor: { type: 'human', id: 'usr_res' } });
-    agent = agentSession.sandbox();
-    human = humanSession.sandbox();
+    shared = await startSharedSandbox('thr_resilience', 'res');
+    ({ real, broker, humanSession, human, agent } = shared);
   }, 120_000);
 
   afterAll(async () => {
-    await humanSession?.release().catch(() => undefined);
-    await agentSession?.release().catch(() => undefined);
-    await real?.close();
+    await shared?.close();
   }, 60_000);
 
   it('a watch that fails on the agent (too many directories) ends with its error, not normally', async () => {

@@ -13,11 +13,13 @@ import {
   type TokenSource,
   type WatchEvent,
 } from '../src/index.js';
-import { startRealBroker, type RealBroker } from './support.js';
+import { startSharedSandbox, type SharedSandbox } from './shared-sandbox.js';
+import type { RealBroker } from './support.js';
 
 /** The broker's default policy: agents get files and processes, humans files and shells. */
 const AGENT_CAPABILITIES = ['fs:rw', 'process'];
 const FAST_RETRY = { maxAttempts: 5, baseDelayMs: 5, maxDelayMs: 20 };
+let shared: SharedSandbox;
 let real: RealBroker;
 let broker: BrokerClient;
 let agentSession: BrokerSession;
@@ -28,19 +30,12 @@ let agent: SandboxClient;
 let human: SandboxClient;
 
 beforeAll(async () => {
-  real = await startRealBroker();
-  broker = new BrokerClient({ baseUrl: real.harness.url, apiKey: real.apiKey });
-  const scope = { type: 'thread', id: 'thr_streams' } as const;
-  agentSession = await BrokerSession.ensure(broker, { scope, actor: { type: 'agent', id: 'agt_streams' } });
-  humanSession = await BrokerSession.ensure(broker, { scope, actor: { type: 'human', id: 'usr_streams' } });
-  agent = agentSession.sandbox();
-  human = humanSession.sandbox();
+  shared = await startSharedSandbox('thr_streams', 'streams');
+  ({ real, broker, agentSession, humanSession, agent, human } = shared);
 }, 120_000);
 
 afterAll(async () => {
-  await humanSession?.release().catch(() => undefined);
-  await agentSession?.release().catch(() => undefined);
-  await real?.close();
+  await shared?.close();
 }, 60_000);
 
 /** Resolves when `check` holds, polling (generous deadline, no fixed sleeps). */
