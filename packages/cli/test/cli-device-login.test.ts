@@ -1,21 +1,16 @@
 import { statSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { CliStore, isDeviceLogin, type OidcTokens } from '../src/store.js';
-import { spawnSbx, startOidcBroker, type OidcBroker } from './device-login-support.js';
-import { sbxRunner, type SbxResult, type SbxRunner } from './support.js';
+import { spawnSbx, useOidcBroker, type OidcBroker } from './device-login-support.js';
+import type { SbxResult, SbxRunner } from './support.js';
 
 const SLOW = 120_000;
+const fixture = useOidcBroker(SLOW);
 let broker: OidcBroker;
-const runners: SbxRunner[] = [];
 
-beforeAll(async () => {
-  broker = await startOidcBroker();
-}, SLOW);
-
-afterAll(async () => {
-  for (const runner of runners) runner.close();
-  await broker.close();
-}, SLOW);
+beforeAll(() => {
+  broker = fixture.broker();
+});
 
 afterEach(() => {
   broker.issuer.interval = 1;
@@ -23,11 +18,7 @@ afterEach(() => {
   broker.issuer.slowDownFirstPoll = false;
 });
 
-function newCli(): SbxRunner {
-  const runner = sbxRunner();
-  runners.push(runner);
-  return runner;
-}
+const newCli = (): SbxRunner => fixture.newCli();
 
 /** `sbx login --device`, with `act` playing the user once the CLI shows the user code. */
 async function deviceLogin(

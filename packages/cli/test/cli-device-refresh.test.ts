@@ -2,23 +2,18 @@
 // a while: the refresh token is spent once, a logout is not undone, polling backs off.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { CliStore, isDeviceLogin, type OidcTokens } from '../src/store.js';
-import { deviceLoginAt, startOidcBroker, type OidcBroker } from './device-login-support.js';
-import { sbxRunner, type SbxRunner } from './support.js';
+import { deviceLoginAt, useOidcBroker, type OidcBroker } from './device-login-support.js';
+import type { SbxRunner } from './support.js';
 
 const SLOW = 120_000;
+const fixture = useOidcBroker(SLOW);
 let broker: OidcBroker;
-const runners: SbxRunner[] = [];
 
-beforeAll(async () => {
-  broker = await startOidcBroker();
-}, SLOW);
-
-afterAll(async () => {
-  for (const runner of runners) runner.close();
-  await broker.close();
-}, SLOW);
+beforeAll(() => {
+  broker = fixture.broker();
+});
 
 afterEach(() => {
   broker.issuer.accessTokenTtl = 300;
@@ -28,8 +23,7 @@ afterEach(() => {
 
 /** A CLI logged in with an access token already inside the refresh margin; refreshed tokens last 300 s. */
 async function loggedInNearExpiry(sub: string): Promise<SbxRunner> {
-  const cli = sbxRunner();
-  runners.push(cli);
+  const cli = fixture.newCli();
   broker.issuer.accessTokenTtl = 30; // inside the CLI's 60 s margin: due at once
   const login = await deviceLoginAt(broker, cli.home, (code) => broker.issuer.approve(code, sub));
   if (login.code !== 0) throw new Error(`login failed: ${login.stderr}`);
@@ -85,8 +79,7 @@ describe('sbx login --device while the issuer is unavailable', () => {
   it(
     'backs off on 503 and 429 from the token endpoint and logs in once it answers',
     async () => {
-      const cli = sbxRunner();
-      runners.push(cli);
+      const cli = fixture.newCli();
       broker.issuer.tokenOutage = [503, 429];
       const polled = broker.issuer.tokenRequests.length;
 

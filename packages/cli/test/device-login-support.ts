@@ -3,6 +3,7 @@
 // local provider so sandboxes get real agents; and `sbx` spawned with its stderr read
 // while it runs (the device login prints a code the test must act on before it exits).
 import { spawn } from 'node:child_process';
+import { afterAll, beforeAll } from '@jest/globals';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,7 +18,7 @@ import {
   type TestDatabase,
 } from '../../../services/broker/test/support/test-database.js';
 import { startDeviceIssuer, type DeviceIssuer } from './device-issuer.js';
-import { SBX_BIN, sbxEnv, type SbxResult } from './support.js';
+import { SBX_BIN, sbxEnv, sbxRunner, type SbxResult, type SbxRunner } from './support.js';
 
 export interface OidcBroker {
   readonly url: string;
@@ -56,6 +57,37 @@ export async function startOidcBroker(): Promise<OidcBroker> {
     await cleanUp();
     throw err;
   }
+}
+
+export interface OidcBrokerFixture {
+  /** The file's broker (started in a beforeAll registered by useOidcBroker). */
+  readonly broker: () => OidcBroker;
+  /** A CLI with its own home, removed after the file's tests. */
+  readonly newCli: () => SbxRunner;
+}
+
+/** One broker trusting a device-flow test issuer for a whole test file, and CLI homes cleaned up after it. */
+export function useOidcBroker(timeoutMs = 120_000): OidcBrokerFixture {
+  let broker: OidcBroker | undefined;
+  const runners: SbxRunner[] = [];
+  beforeAll(async () => {
+    broker = await startOidcBroker();
+  }, timeoutMs);
+  afterAll(async () => {
+    for (const runner of runners) runner.close();
+    await broker?.close();
+  }, timeoutMs);
+  return {
+    broker: () => {
+      if (broker === undefined) throw new Error('the OIDC broker is not started');
+      return broker;
+    },
+    newCli: () => {
+      const runner = sbxRunner();
+      runners.push(runner);
+      return runner;
+    },
+  };
 }
 
 export interface RunningSbx {
