@@ -64,7 +64,8 @@ function loadEsbuild(): Esbuild {
 /** Resolves externals from the agent's package, so the bundle finds them from anywhere. */
 function externalsFromAgent(): Record<string, unknown> {
   const fromAgent = createRequire(path.join(AGENT_DIR, 'package.json'));
-  const filter = new RegExp(`^(${EXTERNAL_MODULES.join('|')})$`);
+  // A package's subpaths too (node-pty/lib/utils.js loads the native binding).
+  const filter = new RegExp(`^(${EXTERNAL_MODULES.join('|')})(/.*)?$`);
   return {
     name: 'agent-externals',
     setup(build: {

@@ -34,7 +34,7 @@ export type ResolvedShellLimits = Required<ShellLimits> & {
 };
 
 const MIN_SCROLLBACK = 256 * 1024;
-/** node-pty reads at most 64 KiB at once; pausing leaves room for one more read. */
+/** The terminal reader takes at most 64 KiB at once (pty-terminal.ts); pausing leaves room for one more read. */
 const READ_HEADROOM = 128 * 1024;
 
 export function resolveShellLimits(

@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { WS_CLOSE_CODES, type StdinFrame } from '@sbx/protocol';
 import type { OutputSink } from '../../domain/shells/shell-viewer.js';
 import type { WsSession } from '../ws/ws-session.js';
+import { FrameBuffers } from './frame-buffers.js';
 
 /** RFC 6455 1013 "Try Again Later": dropped for lagging, or the shell limit is reached. */
 export const TRY_AGAIN_LATER = 1013;
@@ -21,13 +22,17 @@ export function frameOutputSink(session: WsSession<'shell'>, mode: OutputMode = 
         : { type: 'stdout', data: data.toString('base64'), encoding: 'base64' },
       () => onWritten(),
     );
+  const buffers = new FrameBuffers();
   const sendBinary = (data: Buffer, onWritten: () => void): void => {
     if (!session.isOpen) {
       onWritten();
       return;
     }
-    // A copy: `data` views the shell's ring, which may be overwritten before the socket flushes.
-    session.socket.send(Buffer.from(data), { binary: true }, () => onWritten());
+    const { frame, written } = buffers.copy(data);
+    session.socket.send(frame, { binary: true }, () => {
+      written();
+      onWritten();
+    });
   };
   return {
     get bufferedAmount() {
