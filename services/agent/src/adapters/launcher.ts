@@ -1,4 +1,4 @@
-import path from 'node:path';
+import { bubblewrapConfinementArgs, type BubblewrapConfinement } from '@sbx/service-kit';
 
 /** What to run: the program, its arguments, where, with which environment. */
 export interface LaunchSpec {
@@ -36,44 +36,14 @@ export function directLauncher(options: DirectLauncherOptions = {}): Launcher {
   };
 }
 
-export interface BubblewrapLauncherOptions {
+/** `network` off (tenant environment `internal-only`): the process sees only its own loopback. */
+export interface BubblewrapLauncherOptions extends BubblewrapConfinement {
   readonly bwrapPath: string;
-  readonly workspaceRoot: string;
-  /** Off: the process sees only its own loopback (tenant environment `internal-only`). */
-  readonly network: boolean;
-  /** Host paths to hide behind an empty tmpfs (e.g. the broker's data directory). */
-  readonly hidePaths?: readonly string[];
 }
 
-/**
- * bubblewrap: read-only root, the workspace as the only writable path (mounted at
- * its own path, so paths inside and outside agree), private /tmp, own pid namespace,
- * network on or off by policy, and the process dies with the agent.
- */
+/** bubblewrap: every process under the confinement of `bubblewrapConfinementArgs`. */
 export function bubblewrapLauncher(options: BubblewrapLauncherOptions): Launcher {
-  const workspace = path.resolve(options.workspaceRoot);
-  const fixed = [
-    '--ro-bind',
-    '/',
-    '/',
-    '--dev',
-    '/dev',
-    '--proc',
-    '/proc',
-    '--tmpfs',
-    '/tmp',
-    '--tmpfs',
-    '/run',
-    ...(options.hidePaths ?? []).flatMap((hidden) => ['--tmpfs', path.resolve(hidden)]),
-    '--bind',
-    workspace,
-    workspace,
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    ...(options.network ? [] : ['--unshare-net']),
-    '--die-with-parent',
-  ];
+  const fixed = bubblewrapConfinementArgs(options);
   return {
     kind: 'bubblewrap',
     plan: (spec) => ({

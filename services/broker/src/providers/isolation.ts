@@ -1,27 +1,20 @@
 import { execFile } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { bubblewrapConfinementArgs } from '@sbx/service-kit';
 import { providerUnavailable } from './provider.js';
 
 export type IsolationOption = 'auto' | 'bubblewrap' | 'none';
 export type LocalIsolation = 'bubblewrap' | 'none';
 
 /**
- * The flags the agent's bubblewrap launcher relies on, network namespace included:
- * bwrap can be installed yet unable to create namespaces (some containers), so
- * "the binary exists" proves nothing; running it once does.
+ * The agent launcher's own flags with the network namespace, around `true`: bwrap can be
+ * installed yet unable to create namespaces (some containers), so "the binary exists"
+ * proves nothing; running it once does.
  */
-const PROBE_ARGS = [
-  '--ro-bind',
-  '/',
-  '/',
-  '--dev',
-  '/dev',
-  '--proc',
-  '/proc',
-  '--tmpfs',
-  '/tmp',
-  '--unshare-pid',
-  '--unshare-net',
-  '--die-with-parent',
+const probeArgs = (): string[] => [
+  ...bubblewrapConfinementArgs({ workspaceRoot: tmpdir(), network: false }),
+  '--new-session',
+  '--',
   'true',
 ];
 
@@ -30,7 +23,7 @@ const PROBE_TIMEOUT_MS = 5000;
 /** Resolves with an error message when bwrap cannot confine a process here, undefined when it can. */
 function probeBubblewrap(bwrapPath: string): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile(bwrapPath, PROBE_ARGS, { timeout: PROBE_TIMEOUT_MS }, (err, _stdout, stderr) => {
+    execFile(bwrapPath, probeArgs(), { timeout: PROBE_TIMEOUT_MS }, (err, _stdout, stderr) => {
       if (err === null) resolve(undefined);
       else resolve(`${err.message.split('\n')[0] ?? ''} ${stderr.trim()}`.trim());
     });

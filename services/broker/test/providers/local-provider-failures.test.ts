@@ -60,6 +60,26 @@ describe('local provider: isolation', () => {
     }
   });
 
+  it('refuses a bubblewrap that runs, but not with every flag the agent confines processes with', async () => {
+    // A bwrap that cannot make an IPC namespace (as in some containers) but does everything else.
+    const dataDir = newDataDir();
+    const bwrap = path.join(dataDir, 'bwrap-without-ipc');
+    writeFileSync(
+      bwrap,
+      '#!/bin/sh\nfor a in "$@"; do [ "$a" = --unshare-ipc ] && { echo "no ipc namespace" >&2; exit 1; }; done\nexec bwrap "$@"\n',
+      { mode: 0o755 },
+    );
+    try {
+      const error = await expectSbxError(
+        LocalProvider.open({ dataDir, logger: captureLogger([]), isolation: 'bubblewrap', bwrapPath: bwrap }),
+        'PROVIDER_UNAVAILABLE',
+      );
+      expect(causeChain(error)).toContain('no ipc namespace');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('falls back to no isolation under auto, and then refuses network-off sandboxes', async () => {
     await withKit({ isolation: 'auto', bwrapPath: '/nonexistent/bwrap' }, async (kit) => {
       expect(kit.provider.isolation).toBe('none');
