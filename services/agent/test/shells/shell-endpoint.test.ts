@@ -1,34 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { shellsFeature } from '../../src/http/shells/shells-feature.js';
-import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+import { useShellAgent } from './shell-agent.js';
 import { TestSocket } from '../support/ws-client.js';
 import { ShellClient } from './shell-client.js';
 
-let agent: TestAgent;
-let url: string;
-
-beforeAll(async () => {
-  agent = await startTestAgent({ features: (ctx) => [shellsFeature(ctx)] });
-  url = `${agent.wsUrl}/v1/shell/ws`;
-});
-
-afterAll(async () => {
-  await agent.close();
-});
+const shells = useShellAgent();
 
 describe('shell endpoint', () => {
   it('refuses a token that grants neither shell nor shell:ro with 1008', async () => {
-    const socket = await TestSocket.open(url);
-    socket.send({ type: 'auth', token: agent.token(['fs:rw', 'process']) });
+    const socket = await TestSocket.open(shells.url);
+    socket.send({ type: 'auth', token: shells.agent.token(['fs:rw', 'process']) });
     const closed = await socket.closed;
     expect(closed.code).toBe(1008);
     expect(socket.frames[0]).toMatchObject({ type: 'error' });
   });
 
   it('starts a shell: ready, then what is typed runs and its output comes back', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     expect(client.shellId).toMatch(/^sh_[A-Za-z0-9_-]{24}$/);
     client.type('echo hello');
     await client.waitFor(/^hello$/m);
@@ -36,14 +25,14 @@ describe('shell endpoint', () => {
   });
 
   it('also serves the seed path /ws', async () => {
-    const client = await ShellClient.start(`${agent.wsUrl}/ws`, agent.token(['shell']));
+    const client = await ShellClient.start(`${shells.agent.wsUrl}/ws`, shells.agent.token(['shell']));
     client.type('echo $((6 * 7))');
     expect(await client.waitFor(/^42$/m)).toMatch(/^42$/m);
     client.close();
   });
 
   it('gives the terminal the requested size and follows resize', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']), { cols: 80, rows: 24 });
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cols: 80, rows: 24 });
     client.type('stty size');
     await client.waitFor(/^24 80$/m);
     client.send({ type: 'resize', cols: 132, rows: 40 });
@@ -53,7 +42,7 @@ describe('shell endpoint', () => {
   });
 
   it('delivers SIGINT to the foreground program, not to the shell', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     client.type('sleep 100');
     await client.waitFor('sleep 100');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -66,33 +55,35 @@ describe('shell endpoint', () => {
   });
 
   it('reports the exit code and closes normally when the shell exits', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     client.type('exit 3');
     expect(await client.nextFrame('exit')).toEqual({ type: 'exit', code: 3 });
     expect((await client.socket.closed).code).toBe(1000);
   });
 
   it('ends the shell on a close frame', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     client.send({ type: 'close' });
     expect(await client.nextFrame('exit')).toMatchObject({ type: 'exit', signal: 'SIGHUP', code: 129 });
     expect((await client.socket.closed).code).toBe(1000);
   });
 
   it('closes with 4404 when the shell id to attach to is unknown', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']), { shell_session_id: 'sh_nope' });
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']), {
+      shell_session_id: 'sh_nope',
+    });
     expect(client.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'NOT_FOUND' } });
     expect((await client.socket.closed).code).toBe(4404);
   });
 
   it('does not let a shell:ro token start a shell (4403)', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell:ro']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell:ro']));
     expect(client.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'CAPABILITY_DENIED' } });
     expect((await client.socket.closed).code).toBe(4403);
   });
 
   it('refuses input before start and a second start, keeping the connection', async () => {
-    const client = await ShellClient.connect(url, agent.token(['shell']));
+    const client = await ShellClient.connect(shells.url, shells.agent.token(['shell']));
     client.type('echo early');
     await client.nextFrame('error');
     expect(client.frames.at(-1)).toMatchObject({ error: { code: 'BAD_REQUEST' } });
@@ -106,19 +97,19 @@ describe('shell endpoint', () => {
   });
 
   it('starts in a directory of the workspace and refuses one outside it', async () => {
-    mkdirSync(path.join(agent.workspace, 'sub'));
-    symlinkSync('/etc', path.join(agent.workspace, 'escape'));
-    const inside = await ShellClient.start(url, agent.token(['shell']), { cwd: 'sub' });
+    mkdirSync(path.join(shells.agent.workspace, 'sub'));
+    symlinkSync('/etc', path.join(shells.agent.workspace, 'escape'));
+    const inside = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd: 'sub' });
     inside.type('pwd');
-    await inside.waitFor(`\n${path.join(agent.workspace, 'sub')}\n`);
+    await inside.waitFor(`\n${path.join(shells.agent.workspace, 'sub')}\n`);
     inside.close();
 
     for (const cwd of ['/etc', 'escape', '../..']) {
-      const outside = await ShellClient.start(url, agent.token(['shell']), { cwd });
+      const outside = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd });
       expect(outside.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'FORBIDDEN' } });
       outside.close();
     }
-    const missing = await ShellClient.start(url, agent.token(['shell']), { cwd: 'missing' });
+    const missing = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd: 'missing' });
     expect(missing.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'NOT_FOUND' } });
     missing.close();
   });
@@ -126,9 +117,11 @@ describe('shell endpoint', () => {
   it("builds the environment from scratch: the request's variables, never the agent's", async () => {
     process.env['SBX_SHELL_TEST_SECRET'] = 'agent-only-value';
     try {
-      const client = await ShellClient.start(url, agent.token(['shell']), { env: { GREETING: 'hi there' } });
+      const client = await ShellClient.start(shells.url, shells.agent.token(['shell']), {
+        env: { GREETING: 'hi there' },
+      });
       client.type('echo "[$GREETING][$SBX_SHELL_TEST_SECRET][$TERM][$HOME]"');
-      const expected = `\n[hi there][][xterm-256color][${agent.workspace}]\n`;
+      const expected = `\n[hi there][][xterm-256color][${shells.agent.workspace}]\n`;
       expect(await client.waitFor(expected)).toContain(expected);
       client.close();
     } finally {
@@ -137,7 +130,7 @@ describe('shell endpoint', () => {
   });
 
   it('never splits a multi-byte character across frames', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     // 60 000 three-byte characters: PTY reads of 4 KiB–64 KiB cannot all end on a character.
     client.type('s=€€€€€€€€€€; for i in $(seq 1 6000); do printf %s "$s"; done; printf \'<<%s>>\' END');
     const text = await client.waitFor('<<END>>', 20_000);
@@ -149,7 +142,7 @@ describe('shell endpoint', () => {
   });
 
   it('takes base64 input and sends output that is not UTF-8 as base64', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     const line = "printf 'BIN:\\377\\376:END'\n";
     client.send({ type: 'stdin', data: Buffer.from(line).toString('base64'), encoding: 'base64' });
     // The echoed command holds the escapes as text; the output holds the two raw bytes.
@@ -162,9 +155,9 @@ describe('shell endpoint', () => {
   });
 
   it('reports live shells in /healthz', async () => {
-    const before = await (await fetch(`${agent.httpUrl}/healthz`)).json();
-    const client = await ShellClient.start(url, agent.token(['shell']));
-    const during = (await (await fetch(`${agent.httpUrl}/healthz`)).json()) as { shells: number };
+    const before = await (await fetch(`${shells.agent.httpUrl}/healthz`)).json();
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
+    const during = (await (await fetch(`${shells.agent.httpUrl}/healthz`)).json()) as { shells: number };
     expect(during.shells).toBe((before as { shells: number }).shells + 1);
     client.send({ type: 'close' });
     await client.socket.closed;

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { shellsFeature } from '../../src/http/shells/shells-feature.js';
-import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+import { startTestAgent } from '../support/agent-harness.js';
 import { childBytesWritten, CountingShellClient, MarkedRunCounter } from './marked-run.js';
+import { useShellAgent } from './shell-agent.js';
 import { ShellClient } from './shell-client.js';
 
 const MiB = 1024 * 1024;
@@ -13,23 +14,13 @@ function markedRun(bytes: number, char: string): string {
 }
 
 describe('shell output flow control', () => {
-  let agent: TestAgent;
-  let url: string;
-
-  beforeAll(async () => {
-    agent = await startTestAgent({ features: (ctx) => [shellsFeature(ctx)] });
-    url = `${agent.wsUrl}/v1/shell/ws`;
-  });
-
-  afterAll(async () => {
-    await agent.close();
-  });
+  const shells = useShellAgent();
 
   it('loses nothing when a program prints a lot and the shell exits at once', async () => {
     // Without the drain handshake the kernel discards the unread tail about one run in three.
     for (let run = 0; run < 3; run++) {
-      const client = new CountingShellClient(url, new MarkedRunCounter('a'));
-      await client.start(agent.token(['shell']));
+      const client = new CountingShellClient(shells.url, new MarkedRunCounter('a'));
+      await client.start(shells.agent.token(['shell']));
       client.type(`printf '<<%s>>' S; head -c 5000000 /dev/zero | tr '\\0' a; exit`);
       expect(await client.closed).toBe(1000);
       expect(client.exit).toEqual({ type: 'exit', code: 0 });
@@ -38,8 +29,8 @@ describe('shell output flow control', () => {
   });
 
   it('loses nothing when the shell exits while a stalled client holds the PTY paused', async () => {
-    const client = new CountingShellClient(url, new MarkedRunCounter('b'));
-    await client.start(agent.token(['shell']));
+    const client = new CountingShellClient(shells.url, new MarkedRunCounter('b'));
+    await client.start(shells.agent.token(['shell']));
     client.setReading(false);
     client.type(`printf '<<%s>>' S; head -c 8000000 /dev/zero | tr '\\0' b; exit 6`);
     await sleep(1500);
@@ -50,8 +41,8 @@ describe('shell output flow control', () => {
   });
 
   it('pauses the program instead of buffering for a client that stops reading, and resumes', async () => {
-    const client = new CountingShellClient(url, new MarkedRunCounter('Z'));
-    await client.start(agent.token(['shell']));
+    const client = new CountingShellClient(shells.url, new MarkedRunCounter('Z'));
+    await client.start(shells.agent.token(['shell']));
     client.type('echo PID-$$');
     await client.until(() => /PID-\d+/.test(client.head), 10_000);
     const shellPid = Number(/PID-(\d+)/.exec(client.head)?.[1]);

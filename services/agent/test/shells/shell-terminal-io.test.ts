@@ -1,31 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WebSocket, type RawData } from 'ws';
-import { shellsFeature } from '../../src/http/shells/shells-feature.js';
-import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+import { useShellAgent } from './shell-agent.js';
 import { ShellClient } from './shell-client.js';
 
-let agent: TestAgent;
-let url: string;
-
-beforeAll(async () => {
-  agent = await startTestAgent({ features: (ctx) => [shellsFeature(ctx)] });
-  url = `${agent.wsUrl}/v1/shell/ws`;
-});
-
-afterAll(async () => {
-  await agent.close();
-});
+const shells = useShellAgent();
 
 /**
  * A shell whose output arrives as binary messages; resolves once it closed. The client
  * stops reading now and then, so frames queue up in the agent unwritten.
  */
 async function stallingBinaryShellRun(line: string): Promise<{ output: Buffer; code: number }> {
-  const ws = new WebSocket(url);
+  const ws = new WebSocket(shells.url);
   const raw: Buffer[] = [];
   ws.on('message', (data: RawData, isBinary: boolean) => {
     if (!isBinary) return;
@@ -36,7 +25,7 @@ async function stallingBinaryShellRun(line: string): Promise<{ output: Buffer; c
   });
   const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
   await new Promise((resolve) => ws.once('open', resolve));
-  ws.send(JSON.stringify({ type: 'auth', token: agent.token(['shell']) }));
+  ws.send(JSON.stringify({ type: 'auth', token: shells.agent.token(['shell']) }));
   ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24, output: 'binary' }));
   ws.send(JSON.stringify({ type: 'stdin', data: `${line}\n` }));
   const code = await closed;
@@ -61,7 +50,7 @@ describe('shell terminal input and output', () => {
   });
 
   it('takes a paste far larger than the terminal buffer without losing or reordering a byte', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     const paste = randomBytes(768 * 1024).toString('base64');
     client.type(
       `stty raw -echo; echo RAW-$((1+1)); head -c ${paste.length} > paste.txt; stty sane; echo DONE-$((2+2))`,
@@ -70,12 +59,12 @@ describe('shell terminal input and output', () => {
     for (let at = 0; at < paste.length; at += 32 * 1024)
       client.send({ type: 'stdin', data: paste.slice(at, at + 32 * 1024) });
     await client.waitFor(/DONE-4/, 30_000);
-    expect(readFileSync(path.join(agent.workspace, 'paste.txt'), 'utf8') === paste).toBe(true);
+    expect(readFileSync(path.join(shells.agent.workspace, 'paste.txt'), 'utf8') === paste).toBe(true);
     client.send({ type: 'close' });
   });
 
   it('reports the exit although a background job still holds the terminal open', async () => {
-    const client = await ShellClient.start(url, agent.token(['shell']));
+    const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
     client.type('sleep 60 & echo BG-$!; exit 4');
     const background = Number(/BG-(\d+)/.exec(await client.waitFor(/BG-\d+/))?.[1]);
     try {
