@@ -11,10 +11,14 @@ export class PtyInput {
   #closed = false;
   #retry: NodeJS.Immediate | undefined;
 
-  constructor(private readonly fd: number) {}
+  /** `isOpen` answers whether the descriptor is still the terminal's (checked before every write). */
+  constructor(
+    private readonly fd: number,
+    private readonly isOpen: () => boolean,
+  ) {}
 
   write(data: Buffer): void {
-    if (this.#closed || data.length === 0) return;
+    if (this.#closed || data.length === 0 || !this.isOpen()) return;
     // A copy: the caller may reuse its buffer before the write completes.
     this.#queue.push(Buffer.from(data));
     if (!this.#writing) this.#writeNext();
@@ -29,7 +33,7 @@ export class PtyInput {
 
   #writeNext(): void {
     const next = this.#queue[0];
-    if (this.#closed || next === undefined) {
+    if (this.#closed || next === undefined || !this.isOpen()) {
       this.#writing = false;
       return;
     }

@@ -24,13 +24,17 @@ export class TerminalPty implements Pty {
   #processExit: PtyExit | undefined;
   #closed = false;
   #reported = false;
+  /** The shells domain's flow control holds reading paused. */
+  #pausedByConsumer = false;
 
   constructor(
     readonly pid: number,
     fd: number,
     private readonly resizeTerminal: (size: TerminalSize) => void,
   ) {
-    this.#input = new PtyInput(fd);
+    // Node closes the descriptor the moment the reader is destroyed (EIO, or our timer), before
+    // 'close' is emitted: nothing may touch it from then on, as its number may be reused.
+    this.#input = new PtyInput(fd, () => this.#open);
     const buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
     // net.Socket's constructor honours `onread` for any handle; the typings list it for connect() only.
     const options: SocketConstructorOpts & { readonly onread: OnReadOpts } = {
@@ -44,6 +48,10 @@ export class TerminalPty implements Pty {
       this.#input.close();
       this.#report();
     });
+  }
+
+  get #open(): boolean {
+    return !this.#reader.destroyed;
   }
 
   onData(listener: (chunk: Buffer) => void): void {
@@ -61,7 +69,12 @@ export class TerminalPty implements Pty {
   }
 
   resize(size: TerminalSize): void {
-    if (!this.#closed) this.resizeTerminal(size);
+    if (!this.#open) return;
+    try {
+      this.resizeTerminal(size);
+    } catch {
+      // The terminal closed between the program's exit and our hearing of it: nothing to resize.
+    }
   }
 
   signalForeground(signal: NodeJS.Signals): void {
@@ -74,11 +87,13 @@ export class TerminalPty implements Pty {
   }
 
   pause(): void {
-    if (!this.#closed) this.#reader.pause();
+    this.#pausedByConsumer = true;
+    if (this.#open) this.#reader.pause();
   }
 
   resume(): void {
-    if (!this.#closed) this.#reader.resume();
+    this.#pausedByConsumer = false;
+    if (this.#open) this.#reader.resume();
   }
 
   /** node-pty's waitpid result for the terminal's own process. */
@@ -90,8 +105,9 @@ export class TerminalPty implements Pty {
       this.#report();
       return;
     }
-    // What the program wrote before it ended is bounded by the kernel's buffer: read it all.
-    this.#reader.resume();
+    // What the program wrote before it ended is bounded by the kernel's buffer: read it all,
+    // unless a slow client holds reading paused (its unsent bytes must not be overwritten).
+    if (!this.#pausedByConsumer) this.#reader.resume();
     setTimeout(() => this.#reader.destroy(), CLOSE_WAIT_MS).unref();
   }
 

@@ -44,11 +44,22 @@ function terminalEnv(plan: LaunchPlan): string[] {
   return Object.entries(env).map(([name, value]) => `${name}=${value}`);
 }
 
+/**
+ * node-pty's fork sets the gid and uid but keeps the caller's supplementary groups (libuv's
+ * spawn clears them): a root agent handing a terminal to another user first drops its own,
+ * which root never needs.
+ */
+function dropSupplementaryGroups(plan: LaunchPlan): void {
+  if ((plan.uid === undefined && plan.gid === undefined) || process.getuid?.() !== 0) return;
+  if ((process.getgroups?.() ?? []).length > 0) process.setgroups?.([]);
+}
+
 /** node-pty's fork, byte-exact: the environment is exactly the plan's (plus PWD and TERM). */
 export const nodePtySpawner: PtySpawner = (plan, size) => {
   if (plan.interactive !== true) throw new SbxError('INTERNAL', 'a PTY needs an interactive launch plan');
   try {
     const binding = unixPtyBinding();
+    dropSupplementaryGroups(plan);
     let pty: TerminalPty | undefined;
     // Called from node-pty's waitpid thread through the event loop: never before `pty` is set.
     const onExit = (code: number, signal: number): void => pty?.processExited(code, signal);

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { bubblewrapLauncher, directLauncher } from '../../src/adapters/launcher.js';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
+import { shellsFeature } from '../../src/http/shells/shells-feature.js';
+import { ShellClient } from '../shells/shell-client.js';
 import { ExecResponse } from '@sbx/protocol';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { TestSocket } from '../support/ws-client.js';
@@ -120,7 +122,7 @@ asRoot('direct launcher with runAs (agent running as root)', () => {
 
   beforeAll(async () => {
     agent = await startTestAgent({
-      features: (ctx) => [execFeature(ctx, { killGraceMs: 300 })],
+      features: (ctx) => [execFeature(ctx, { killGraceMs: 300 }), shellsFeature(ctx)],
       launcher: () => directLauncher({ runAs: { uid: NOBODY, gid: NOBODY } }),
     });
     // The unprivileged user needs to enter the (root-owned, 0700) test workspace.
@@ -136,6 +138,17 @@ asRoot('direct launcher with runAs (agent running as root)', () => {
     const denied = await execOk(agent, { argv: ['cat', 'root-only'] });
     expect(denied.exit_code).not.toBe(0);
     expect(denied.stderr).toContain('Permission denied');
+  });
+
+  it('runs shells as the configured uid and gid, without supplementary groups', async () => {
+    // Root in a container image commonly holds some (e.g. disk, adm); none may reach the shell.
+    process.setgroups?.([0, 4, 6]);
+    const shell = await ShellClient.start(`${agent.wsUrl}/v1/shell/ws`, agent.token(['shell']));
+    shell.type('echo "ID $(id -u) $(id -g) [$(id -G)]"');
+    expect(await shell.waitFor(/^ID \d+ \d+ \[.*\]$/m)).toMatch(
+      new RegExp(`^ID ${NOBODY} ${NOBODY} \\[${NOBODY}\\]$`, 'm'),
+    );
+    shell.send({ type: 'close' });
   });
 
   it('still kills the unprivileged process group on timeout', async () => {
