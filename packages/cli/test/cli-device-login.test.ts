@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { CliStore, isDeviceLogin, type OidcTokens } from '../src/store.js';
-import { spawnSbx, useOidcBroker, type OidcBroker } from './device-login-support.js';
-import type { SbxResult, SbxRunner } from './support.js';
+import { deviceLoginAt, useOidcBroker, type OidcBroker } from './device-login-support.js';
+import type { SbxRunner } from './support.js';
 
 const SLOW = 120_000;
 const fixture = useOidcBroker(SLOW);
@@ -21,20 +21,8 @@ afterEach(() => {
 const newCli = (): SbxRunner => fixture.newCli();
 
 /** `sbx login --device`, with `act` playing the user once the CLI shows the user code. */
-async function deviceLogin(
-  cli: SbxRunner,
-  act: (userCode: string) => void,
-): Promise<SbxResult & { userCode: string }> {
-  const args = ['login', '--broker', broker.url, '--device', '--issuer', broker.issuer.oidc.issuer];
-  const running = spawnSbx(cli.home, args);
-  try {
-    const [, userCode = ''] = await running.waitForStderr(/enter the code: ([A-Z]{4}-[A-Z]{4})\n/);
-    act(userCode);
-    return { ...(await running.done), userCode };
-  } finally {
-    running.kill();
-  }
-}
+const deviceLogin = (cli: SbxRunner, act: (userCode: string) => void): ReturnType<typeof deviceLoginAt> =>
+  deviceLoginAt(broker, cli.home, act);
 
 function storedTokens(cli: SbxRunner): OidcTokens {
   const config = new CliStore(cli.home).readConfig();
