@@ -2,8 +2,8 @@ import express, { type Express, type RequestHandler } from 'express';
 import { SbxError } from '@sbx/protocol';
 import { assignRequestId, errorHandler, notFound } from '@sbx/service-kit';
 import type { AgentContext, AgentFeature } from '../agent-context.js';
-import { AGENT_VERSION } from '../version.js';
 import { authenticate } from './capability.js';
+import { healthzHandlers } from './healthz.js';
 import { requestLog } from './request-log.js';
 
 /** The only routes a signed file URL may address; everything else needs a bearer token. */
@@ -40,20 +40,8 @@ export function createAgentApp(
   app.use(assignRequestId);
   app.use(requestLog(ctx.logger, ctx.now));
 
-  app.get('/healthz', (_req, res) => {
-    const counts: Record<string, number> = {};
-    for (const feature of features) Object.assign(counts, feature.stats?.() ?? {});
-    res.json({
-      status: 'ok',
-      sandbox_id: ctx.sandboxId,
-      version: AGENT_VERSION,
-      uptime_seconds: Math.floor((ctx.now() - startedAt) / 1000),
-      launcher: ctx.launcher.kind,
-      shells: counts['shells'] ?? 0,
-      processes: counts['processes'] ?? 0,
-      ...counts,
-    });
-  });
+  // Before bearer authentication: an anonymous caller gets liveness only (see healthz.ts).
+  app.get('/healthz', ...healthzHandlers(ctx, features, startedAt));
 
   app.use(authenticateUnlessSigned(ctx));
   for (const feature of features) if (feature.router !== undefined) app.use(feature.router);

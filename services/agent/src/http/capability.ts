@@ -3,7 +3,9 @@ import { SbxError, type CapabilityScope } from '@sbx/protocol';
 import { requireScope, type VerifiedCapability } from '@sbx/tokens';
 import type { Authenticator } from './authenticator.js';
 
-const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/;
+// RFC 6750 §2.1 (and RFC 9110 §11.1): the scheme is case-insensitive and 1*SP follows it;
+// the token itself keeps the strict b64token charset. The broker parses it the same way.
+const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i;
 
 /** The bearer token of a request, or UNAUTHENTICATED. */
 export function bearerTokenOf(req: Request): string {

@@ -72,7 +72,7 @@ describe('background processes', () => {
       started_by: 'usr_test',
       stdin_open: true,
     });
-    expect((await call(agent, undefined, 'GET', '/healthz')).body['processes']).toBe(1);
+    expect((await call(agent, token, 'GET', '/healthz')).body['processes']).toBe(1);
 
     const following = follow(agent, token, `/v1/processes/${started.process_id}/output?follow=true`);
     const fed = await api('POST', `/v1/processes/${started.process_id}/stdin`, { data: 'hello\n' });
@@ -104,7 +104,7 @@ describe('background processes', () => {
     expect((await api('POST', `/v1/processes/${started.process_id}/stdin`, { data: 'more' })).status).toBe(
       409,
     );
-    expect((await call(agent, undefined, 'GET', '/healthz')).body['processes']).toBe(0);
+    expect((await call(agent, token, 'GET', '/healthz')).body['processes']).toBe(0);
 
     expect((await api('DELETE', `/v1/processes/${started.process_id}`)).status).toBe(200);
     expect((await api('GET', `/v1/processes/${started.process_id}`)).status).toBe(404);

@@ -169,7 +169,7 @@ describe('WS /v1/files/watch', () => {
 
   it('counts live watches in /healthz and stops them when the client goes', async () => {
     const watches = async (): Promise<number> => {
-      const res = await send(agent, { method: 'GET', path: '/healthz' });
+      const res = await send(agent, { method: 'GET', path: '/healthz', token: agent.token(['fs:ro']) });
       return (JSON.parse(res.body.toString()) as { file_watches: number }).file_watches;
     };
     const byFrame = await watch({ path: '/' });

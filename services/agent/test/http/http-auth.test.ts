@@ -14,7 +14,7 @@ function probeFeature(): AgentFeature {
   router.post('/test/write', requireCapability('fs:rw'), (_req, res) => {
     res.status(204).end();
   });
-  return { name: 'probe', router, stats: () => ({ shells: 2, processes: 5 }) };
+  return { name: 'probe', router };
 }
 
 describe('agent HTTP authentication', () => {
@@ -29,19 +29,6 @@ describe('agent HTTP authentication', () => {
       `${agent.httpUrl}${path}`,
       token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
     );
-
-  it('serves /healthz without a token, with the sandbox id and feature counts', async () => {
-    const res = await get('/healthz');
-    expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({
-      status: 'ok',
-      sandbox_id: agent.ctx.sandboxId,
-      version: expect.any(String),
-      uptime_seconds: expect.any(Number),
-      shells: 2,
-      processes: 5,
-    });
-  });
 
   it('answers a missing token with 401, WWW-Authenticate and the envelope', async () => {
     const res = await get('/test/read');
@@ -61,6 +48,33 @@ describe('agent HTTP authentication', () => {
     const res = await get('/test/read', token());
     expect(res.status).toBe(401);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHENTICATED');
+  });
+
+  const withAuthorization = (authorization: string): Promise<Response> =>
+    fetch(`${agent.httpUrl}/test/read`, { headers: { authorization } });
+
+  // RFC 6750 §2.1 / RFC 9110 §11.1: the auth scheme is case-insensitive, like the broker's.
+  it.each(['bearer', 'BEARER', 'bEaReR', 'Bearer  '])('accepts the scheme written "%s"', async (scheme) => {
+    const res = await withAuthorization(`${scheme} ${agent.token(['fs:ro'], { sub: 'usr_scheme' })}`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ sub: 'usr_scheme' });
+  });
+
+  it.each([
+    ['a scheme without a token', () => 'bearer'],
+    ['no space after the scheme', () => `bearer${agent.token(['fs:ro'])}`],
+    ['a tab instead of a space', () => `Bearer\t${agent.token(['fs:ro'])}`],
+    ['two tokens', () => `Bearer ${agent.token(['fs:ro'])} ${agent.token(['fs:ro'])}`],
+    ['a character outside b64token', () => `bearer ${agent.token(['fs:ro'])}!`],
+    ['another scheme', () => 'Basic dXNlcjpwYXNz'],
+    ['a scheme that only starts like Bearer', () => `Bearers ${agent.token(['fs:ro'])}`],
+  ])('answers a malformed header (%s) with the 401 envelope', async (_name, header) => {
+    const res = await withAuthorization(header());
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await res.json()).toMatchObject({
+      error: { code: 'UNAUTHENTICATED', retryable: false, request_id: expect.any(String) },
+    });
   });
 
   it('authorizes by scope: fs:ro reads but may not write, fs:rw does both', async () => {

@@ -61,8 +61,10 @@ describe('agent process', () => {
       ttlSeconds: 300,
     }).token;
 
-  it('logs the bound address and answers /healthz', async () => {
-    const health = (await (await fetch(`${url}/healthz`)).json()) as Record<string, unknown>;
+  it('logs the bound address and answers /healthz: liveness to anyone, its sandbox to a token', async () => {
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const headers = { authorization: `Bearer ${token(['shell:ro'])}` };
+    const health = (await (await fetch(`${url}/healthz`, { headers })).json()) as Record<string, unknown>;
     expect(health).toMatchObject({ status: 'ok', sandbox_id: 'sb_proc', shells: 0, processes: 0 });
   });
 

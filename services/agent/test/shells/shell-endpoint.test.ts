@@ -155,9 +155,11 @@ describe('shell endpoint', () => {
   });
 
   it('reports live shells in /healthz', async () => {
-    const before = await (await fetch(`${shells.agent.httpUrl}/healthz`)).json();
+    const headers = { authorization: `Bearer ${shells.agent.token(['shell:ro'])}` };
+    const health = async () => (await fetch(`${shells.agent.httpUrl}/healthz`, { headers })).json();
+    const before = await health();
     const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
-    const during = (await (await fetch(`${shells.agent.httpUrl}/healthz`)).json()) as { shells: number };
+    const during = (await health()) as { shells: number };
     expect(during.shells).toBe((before as { shells: number }).shells + 1);
     client.send({ type: 'close' });
     await client.socket.closed;

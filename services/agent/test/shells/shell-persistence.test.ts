@@ -17,7 +17,9 @@ function isRunning(pid: number): boolean {
 }
 
 async function shellCount(agent: TestAgent): Promise<number> {
-  const health = (await (await fetch(`${agent.httpUrl}/healthz`)).json()) as { shells: number };
+  // Only a token holder sees the counters; anyone else learns that the agent is alive.
+  const headers = { authorization: `Bearer ${agent.token(['shell:ro'])}` };
+  const health = (await (await fetch(`${agent.httpUrl}/healthz`, { headers })).json()) as { shells: number };
   return health.shells;
 }
 
