@@ -2,28 +2,79 @@ import path from 'node:path';
 
 export interface BubblewrapConfinement {
   readonly workspaceRoot: string;
-  /** Off: the process sees only its own loopback. */
-  readonly network: boolean;
   /** Host paths to hide behind an empty tmpfs (e.g. the broker's data directory). */
   readonly hidePaths?: readonly string[];
 }
 
+export interface ConfinementArgsOptions extends BubblewrapConfinement {
+  /**
+   * An open descriptor of the workspace in bwrap's stdio: bwrap runs as the sandbox's
+   * user, who need not be able to walk the host path down to the workspace (the broker's
+   * data directory is root's alone).
+   */
+  readonly workspaceFd?: number;
+}
+
+/** Who user code is inside every sandbox: an ordinary user, never root (docs/security.md). */
+export const SANDBOX_UID = 1000;
+export const SANDBOX_GID = 1000;
+
 /**
- * The bwrap flags every confined user process runs under: read-only root, the workspace
- * as the only writable path (mounted at its own path, so paths inside and outside agree),
- * private /tmp and /run, own pid, ipc and uts namespaces, network on or off by policy,
- * and death with the parent. The agent's launcher runs programs under them and the
- * broker's isolation probe runs `true` under them, so the probe proves exactly what the
- * launcher needs.
+ * Device nodes bound from the host one by one. `--dev /dev` would mount a devpts, which
+ * makes bubblewrap map the caller to root in an outer user namespace and nest the real
+ * one inside it; nsenter could then not join the sandbox's other namespaces, owned by
+ * the outer one. The host's devpts is bound instead: a terminal there is only usable by
+ * the user it belongs to.
  */
-export function bubblewrapConfinementArgs(options: BubblewrapConfinement): string[] {
+const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'ptmx', 'pts'];
+
+function deviceArgs(): string[] {
+  return [
+    '--tmpfs',
+    '/dev',
+    ...DEVICES.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
+    ...[
+      ['/proc/self/fd', '/dev/fd'],
+      ['/proc/self/fd/0', '/dev/stdin'],
+      ['/proc/self/fd/1', '/dev/stdout'],
+      ['/proc/self/fd/2', '/dev/stderr'],
+    ].flatMap(([target = '', link = '']) => ['--symlink', target, link]),
+    '--tmpfs',
+    '/dev/shm',
+  ];
+}
+
+/**
+ * The bwrap flags of a sandbox's namespaces, held open by one long-lived process that
+ * every user process later joins: its own user namespace in which user code is
+ * SANDBOX_UID with no capabilities (bwrap must run as the sandbox's unprivileged host
+ * user: started by root, the namespace's user would be host root for file permissions),
+ * its own pid, ipc, uts and network namespaces (loopback only until a user-mode network
+ * stack is attached), a read-only root with the workspace as the only writable host path
+ * (mounted at its own path, so paths inside and outside agree), private /tmp and /run,
+ * the hidden paths behind empty tmpfs mounts, and death with the parent. The agent's
+ * launcher and the broker's isolation probe both use exactly these flags.
+ */
+export function bubblewrapConfinementArgs(options: ConfinementArgsOptions): string[] {
   const workspace = path.resolve(options.workspaceRoot);
   return [
+    '--unshare-user',
+    '--uid',
+    String(SANDBOX_UID),
+    '--gid',
+    String(SANDBOX_GID),
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-net',
+    '--hostname',
+    'sandbox',
+    '--cap-drop',
+    'ALL',
     '--ro-bind',
     '/',
     '/',
-    '--dev',
-    '/dev',
+    ...deviceArgs(),
     '--proc',
     '/proc',
     '--tmpfs',
@@ -31,13 +82,10 @@ export function bubblewrapConfinementArgs(options: BubblewrapConfinement): strin
     '--tmpfs',
     '/run',
     ...(options.hidePaths ?? []).flatMap((hidden) => ['--tmpfs', path.resolve(hidden)]),
-    '--bind',
-    workspace,
-    workspace,
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    ...(options.network ? [] : ['--unshare-net']),
+    ...(options.workspaceFd === undefined
+      ? ['--bind', workspace, workspace]
+      : ['--bind-fd', String(options.workspaceFd), workspace]),
     '--die-with-parent',
+    '--new-session',
   ];
 }

@@ -33,6 +33,8 @@ const AgentEnv = z.object({
   AGENT_BWRAP_PATH: z.string().default('/usr/bin/bwrap'),
   AGENT_NETWORK: envBoolean(true),
   AGENT_HIDE_PATHS: z.string().optional(),
+  AGENT_SLIRP4NETNS_PATH: z.string().default('/usr/bin/slirp4netns'),
+  AGENT_CGROUPS: z.string().optional(),
   AGENT_RUN_AS_UID: unixId,
   AGENT_RUN_AS_GID: unixId,
   AGENT_FILES_MAX_UPLOAD_BYTES: bytes(1024 ** 3),
@@ -59,6 +61,11 @@ const agentRules: readonly EnvRule[] = [
       : undefined,
 ];
 
+export interface RunAs {
+  readonly uid: number;
+  readonly gid: number;
+}
+
 export interface AgentConfig {
   readonly sandboxId: string;
   readonly signingKey:
@@ -73,13 +80,17 @@ export interface AgentConfig {
   readonly wsAuthTimeoutMs: number;
   readonly legacyEndpoints: boolean;
   readonly launcher:
-    | { readonly kind: 'direct'; readonly runAs?: { readonly uid: number; readonly gid: number } }
+    | { readonly kind: 'direct'; readonly runAs?: RunAs }
     | {
         readonly kind: 'bubblewrap';
         readonly bwrapPath: string;
+        readonly slirp4netnsPath: string;
         readonly network: boolean;
         readonly hidePaths: readonly string[];
+        readonly runAs?: RunAs;
       };
+  /** cgroup directories the agent joins at start, so it and every user process count against them. */
+  readonly cgroups: readonly string[];
   readonly files: { readonly maxUploadBytes: number };
   readonly exec: {
     readonly maxConcurrentProcesses: number;
@@ -97,23 +108,27 @@ export interface AgentConfig {
   };
 }
 
+const pathList = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(':')
+    .filter((p) => p !== '')
+    .map((p) => path.resolve(p));
+
 function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
+  const uid = parsed.AGENT_RUN_AS_UID;
+  const gid = parsed.AGENT_RUN_AS_GID;
+  const runAs = uid !== undefined && gid !== undefined ? { runAs: { uid, gid } } : {};
   if (parsed.AGENT_LAUNCHER === 'bubblewrap') {
     return {
       kind: 'bubblewrap',
       bwrapPath: parsed.AGENT_BWRAP_PATH,
+      slirp4netnsPath: parsed.AGENT_SLIRP4NETNS_PATH,
       network: parsed.AGENT_NETWORK,
-      hidePaths: (parsed.AGENT_HIDE_PATHS ?? '')
-        .split(':')
-        .filter((p) => p !== '')
-        .map((p) => path.resolve(p)),
+      hidePaths: pathList(parsed.AGENT_HIDE_PATHS),
+      ...runAs,
     };
   }
-  const uid = parsed.AGENT_RUN_AS_UID;
-  const gid = parsed.AGENT_RUN_AS_GID;
-  return uid !== undefined && gid !== undefined
-    ? { kind: 'direct', runAs: { uid, gid } }
-    : { kind: 'direct' };
+  return { kind: 'direct', ...runAs };
 }
 
 /** The agent's only reader of the environment. */
@@ -135,6 +150,7 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
     wsAuthTimeoutMs: parsed.WS_AUTH_TIMEOUT_MS,
     legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
     launcher: launcherOf(parsed),
+    cgroups: pathList(parsed.AGENT_CGROUPS),
     files: { maxUploadBytes: parsed.AGENT_FILES_MAX_UPLOAD_BYTES },
     exec: {
       maxConcurrentProcesses: parsed.AGENT_MAX_PROCESSES,

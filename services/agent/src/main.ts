@@ -1,7 +1,14 @@
 import { realpathSync, mkdirSync } from 'node:fs';
-import { ConfigError, createLogger } from '@sbx/service-kit';
+import {
+  closeInheritedDescriptors,
+  ConfigError,
+  createLogger,
+  SandboxNamespace,
+  type Logger,
+} from '@sbx/service-kit';
 import { loadAgentConfig, type AgentConfig } from './config.js';
 import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
+import { joinCgroups } from './adapters/cgroup-join.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
@@ -20,15 +27,38 @@ function keySourceFor(config: AgentConfig): KeySource {
   return fileKeySource({ path: config.signingKey.path, graceMs: config.keyRotationGraceSeconds * 1000, now });
 }
 
-function launcherFor(config: AgentConfig, workspaceRoot: string): Launcher {
+interface LaunchSetup {
+  readonly launcher: Launcher;
+  readonly namespace?: SandboxNamespace;
+}
+
+/** Under bubblewrap, the sandbox's namespaces exist before the first request can use them. */
+async function launchSetup(config: AgentConfig, workspaceRoot: string): Promise<LaunchSetup> {
   const launcher = config.launcher;
   if (launcher.kind === 'direct')
-    return directLauncher(launcher.runAs === undefined ? {} : { runAs: launcher.runAs });
-  return bubblewrapLauncher({
+    return { launcher: directLauncher(launcher.runAs === undefined ? {} : { runAs: launcher.runAs }) };
+  if (process.getuid?.() === 0 && launcher.runAs === undefined)
+    throw new ConfigError('agent', [
+      'AGENT_RUN_AS_UID: required with AGENT_LAUNCHER=bubblewrap when the agent runs as root (user code must not be root)',
+    ]);
+  const namespace = await SandboxNamespace.start({
     bwrapPath: launcher.bwrapPath,
+    slirp4netnsPath: launcher.slirp4netnsPath,
     workspaceRoot,
     network: launcher.network,
     hidePaths: launcher.hidePaths,
+    ...(launcher.runAs === undefined ? {} : { runAs: launcher.runAs }),
+  });
+  return { launcher: bubblewrapLauncher(namespace), namespace };
+}
+
+/** A sandbox whose namespaces are gone cannot run anything: end, so the broker sees the crash. */
+function exitWhenNamespaceEnds(namespace: SandboxNamespace, logger: Logger, stopping: () => boolean): void {
+  void namespace.exited.then(() => {
+    if (stopping()) return false;
+    logger.error('the sandbox namespace ended; the agent stops');
+    logger.flush(() => process.exit(1));
+    return true;
   });
 }
 
@@ -53,17 +83,21 @@ function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
 }
 
 async function main(): Promise<void> {
+  // Before anything is spawned: no descriptor of whoever started the agent reaches user code.
+  closeInheritedDescriptors();
   const config = loadAgentConfig();
   const logger = createLogger({ service: 'agent', level: config.logLevel });
+  joinCgroups(config.cgroups);
   mkdirSync(config.workspaceRoot, { recursive: true });
   const keys = keySourceFor(config);
   const workspaceRoot = realpathSync(config.workspaceRoot);
+  const setup = await launchSetup(config, workspaceRoot);
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
     workspaceRoot,
     logger,
     now,
-    launcher: launcherFor(config, workspaceRoot),
+    launcher: setup.launcher,
     keys,
     authenticator: createAuthenticator({
       keys,
@@ -78,9 +112,15 @@ async function main(): Promise<void> {
     { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspaceRoot },
     'agent listening',
   );
+  let stopping = false;
+  if (setup.namespace !== undefined) exitWhenNamespaceEnds(setup.namespace, logger, () => stopping);
   const stop = (signal: string): void => {
+    stopping = true;
     logger.info({ signal }, 'agent stopping');
-    void agent.close().then(() => logger.flush(() => process.exit(0)));
+    void agent
+      .close()
+      .then(() => setup.namespace?.close())
+      .then(() => logger.flush(() => process.exit(0)));
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -1,10 +1,10 @@
-import { bubblewrapConfinementArgs, type BubblewrapConfinement } from '@sbx/service-kit';
+import type { SandboxNamespace } from '@sbx/service-kit';
 
 /** What to run: the program, its arguments, where, with which environment. */
 export interface LaunchSpec {
   readonly file: string;
   readonly args: readonly string[];
-  /** Absolute host path inside the workspace (already confined by the caller). */
+  /** Absolute path inside the workspace (already confined by the caller). */
   readonly cwd: string;
   readonly env: Readonly<Record<string, string>>;
   /** A PTY's process: keeps the terminal as its controlling tty (no new session). */
@@ -36,29 +36,16 @@ export function directLauncher(options: DirectLauncherOptions = {}): Launcher {
   };
 }
 
-/** `network` off (tenant environment `internal-only`): the process sees only its own loopback. */
-export interface BubblewrapLauncherOptions extends BubblewrapConfinement {
-  readonly bwrapPath: string;
-}
-
-/** bubblewrap: every process under the confinement of `bubblewrapConfinementArgs`. */
-export function bubblewrapLauncher(options: BubblewrapLauncherOptions): Launcher {
-  const fixed = bubblewrapConfinementArgs(options);
+/**
+ * bubblewrap: every process joins the sandbox's one set of namespaces (held by a
+ * SandboxNamespace the agent starts once), as the sandbox's unprivileged user.
+ */
+export function bubblewrapLauncher(namespace: SandboxNamespace): Launcher {
   return {
     kind: 'bubblewrap',
     plan: (spec) => ({
-      ...spec,
-      file: options.bwrapPath,
-      // --new-session stops TIOCSTI injection into the agent's terminal; a PTY needs its own as controlling tty.
-      args: [
-        ...fixed,
-        ...(spec.interactive === true ? [] : ['--new-session']),
-        '--chdir',
-        spec.cwd,
-        '--',
-        spec.file,
-        ...spec.args,
-      ],
+      ...namespace.joinPlan(spec),
+      ...(spec.interactive === undefined ? {} : { interactive: spec.interactive }),
     }),
   };
 }

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { bubblewrapLauncher, directLauncher } from '../../src/adapters/launcher.js';
+import { directLauncher } from '../../src/adapters/launcher.js';
 import { execFeature } from '../../src/http/exec/exec-feature.js';
 import { shellsFeature } from '../../src/http/shells/shells-feature.js';
 import { ShellClient } from '../shells/shell-client.js';
@@ -40,8 +40,7 @@ describe('bubblewrap launcher', () => {
   beforeAll(async () => {
     agent = await startTestAgent({
       features: (ctx) => [execFeature(ctx, { killGraceMs: 300 })],
-      launcher: (workspace) =>
-        bubblewrapLauncher({ bwrapPath: '/usr/bin/bwrap', workspaceRoot: workspace, network: false }),
+      confined: { network: false },
     });
     direct = await startTestAgent({ features: (ctx) => [execFeature(ctx)] });
     host = await listenOnHost();
@@ -59,7 +58,8 @@ describe('bubblewrap launcher', () => {
     for (const target of ['/etc/sbx-escape', '/usr/sbx-escape', '/root/sbx-escape']) {
       const refused = await execOk(agent, { argv: ['touch', target] });
       expect([target, refused.exit_code]).toEqual([target, 1]);
-      expect(refused.stderr).toContain('Read-only file system');
+      // /root is not even the sandbox user's to enter; the rest is mounted read-only.
+      expect(refused.stderr).toMatch(/Read-only file system|Permission denied/);
     }
     // /tmp is the sandbox's own: writable, and never the host's.
     const scratch = `/tmp/${path.basename(agent.workspace)}-scratch`;
@@ -67,10 +67,10 @@ describe('bubblewrap launcher', () => {
     expect(existsSync(scratch)).toBe(false);
   });
 
-  it('runs the process in its own pid namespace', async () => {
+  it("runs the process in the sandbox's own pid namespace, where the host's processes are invisible", async () => {
     const result = await execOk(agent, { cmd: 'echo $$; ls /proc | grep -c "^[0-9]"' });
     const [pid = '', visible = ''] = result.stdout.trim().split('\n');
-    expect(Number(pid)).toBeLessThanOrEqual(3);
+    expect(Number(pid)).toBeLessThan(100);
     expect(Number(visible)).toBeLessThan(10);
   });
 

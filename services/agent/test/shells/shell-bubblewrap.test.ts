@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { bubblewrapLauncher } from '../../src/adapters/launcher.js';
 import { shellsFeature } from '../../src/http/shells/shells-feature.js';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
 import { ShellClient } from './shell-client.js';
@@ -10,8 +9,7 @@ describe('shells confined by bubblewrap', () => {
 
   beforeAll(async () => {
     agent = await startTestAgent({
-      launcher: (workspace) =>
-        bubblewrapLauncher({ bwrapPath: '/usr/bin/bwrap', workspaceRoot: workspace, network: false }),
+      confined: { network: false },
       features: (ctx) => [shellsFeature(ctx)],
     });
     url = `${agent.wsUrl}/v1/shell/ws`;

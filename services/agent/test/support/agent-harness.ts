@@ -1,12 +1,13 @@
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger } from '@sbx/service-kit';
+import { createLogger, SandboxNamespace } from '@sbx/service-kit';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
 import { staticKeySource } from '../../src/adapters/key-source.js';
-import { directLauncher, type Launcher } from '../../src/adapters/launcher.js';
+import { bubblewrapLauncher, directLauncher, type Launcher } from '../../src/adapters/launcher.js';
 import { createAuthenticator } from '../../src/http/authenticator.js';
 import { startAgentServer, type RunningAgent } from '../../src/server.js';
 
@@ -34,6 +35,8 @@ export interface TestAgent extends RunningAgent {
 export interface TestAgentOptions {
   readonly features?: (ctx: AgentContext) => AgentFeature[];
   readonly launcher?: (workspace: string) => Launcher;
+  /** Run user processes in a real bubblewrap sandbox (as an unprivileged test user when root). */
+  readonly confined?: { readonly network?: boolean; readonly hidePaths?: readonly string[] };
   readonly wsAuthTimeoutMs?: number;
   readonly now?: () => number;
 }
@@ -56,12 +59,14 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     },
   });
   const sandboxId = `sb_test_${path.basename(workspace).slice(-6)}`;
+  const sandbox =
+    options.confined === undefined ? undefined : await startTestSandbox(workspace, options.confined);
   const ctx: AgentContext = {
     sandboxId,
     workspaceRoot: workspace,
     logger: createLogger({ service: 'agent-test', level: 'debug', destination: sink }),
     now,
-    launcher: options.launcher?.(workspace) ?? directLauncher(),
+    launcher: sandbox?.launcher ?? options.launcher?.(workspace) ?? directLauncher(),
     keys,
     authenticator: createAuthenticator({ keys, sandboxId, issuer: TEST_ISSUER, maxTtlSeconds: 3600, now }),
   };
@@ -72,6 +77,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
   });
   const close = async (): Promise<void> => {
     await running.close();
+    await sandbox?.namespace.close();
     rmSync(workspace, { recursive: true, force: true });
   };
   return {
@@ -96,4 +102,24 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
       }).token;
     },
   };
+}
+
+/** A host uid for a test sandbox when the tests run as root: user code must never be root. */
+export const TEST_SANDBOX_UID =
+  process.getuid?.() === 0 ? 250_000 + randomInt(10_000) : (process.getuid?.() ?? 1000);
+
+async function startTestSandbox(
+  workspace: string,
+  confined: NonNullable<TestAgentOptions['confined']>,
+): Promise<{ launcher: Launcher; namespace: SandboxNamespace }> {
+  const runAs = process.getuid?.() === 0 ? { uid: TEST_SANDBOX_UID, gid: TEST_SANDBOX_UID } : undefined;
+  if (runAs !== undefined) chownSync(workspace, runAs.uid, runAs.gid);
+  const namespace = await SandboxNamespace.start({
+    bwrapPath: '/usr/bin/bwrap',
+    workspaceRoot: workspace,
+    network: confined.network ?? false,
+    ...(confined.hidePaths === undefined ? {} : { hidePaths: confined.hidePaths }),
+    ...(runAs === undefined ? {} : { runAs }),
+  });
+  return { launcher: bubblewrapLauncher(namespace), namespace };
 }

@@ -6,16 +6,20 @@ export interface AgentEnvironmentInput {
   readonly paths: SandboxPaths;
   readonly isolation: LocalIsolation;
   readonly bwrapPath: string;
+  readonly slirp4netnsPath: string;
   /** Host paths user processes must not see: the broker's data directory and whatever the operator adds. */
   readonly hiddenPaths: readonly string[];
+  /** The sandbox's cgroup directories, which the agent joins before it starts anything. */
+  readonly cgroups: readonly string[];
   readonly logLevel: string;
 }
 
 /**
  * The agent's environment contract (services/agent/src/config.ts), built from nothing:
  * the key goes by file (never argv or env), the agent listens on loopback only, on a
- * port it picks. Under bubblewrap the hidden paths become empty tmpfs mounts before the
- * workspace is bound back in, so the workspace stays visible inside the hidden data dir.
+ * port it picks. User processes run as the sandbox's own host user when it has one
+ * (a root broker), never as the agent's. Under bubblewrap the hidden paths become empty
+ * tmpfs mounts before the workspace is bound back in.
  */
 export function agentEnvironment(input: AgentEnvironmentInput): Record<string, string> {
   const { record, paths } = input;
@@ -27,12 +31,17 @@ export function agentEnvironment(input: AgentEnvironmentInput): Record<string, s
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: input.logLevel,
+    ...(record.hostUid === undefined
+      ? {}
+      : { AGENT_RUN_AS_UID: String(record.hostUid), AGENT_RUN_AS_GID: String(record.hostUid) }),
+    ...(input.cgroups.length === 0 ? {} : { AGENT_CGROUPS: input.cgroups.join(':') }),
   };
   if (input.isolation === 'none') return { ...base, AGENT_LAUNCHER: 'direct' };
   return {
     ...base,
     AGENT_LAUNCHER: 'bubblewrap',
     AGENT_BWRAP_PATH: input.bwrapPath,
+    AGENT_SLIRP4NETNS_PATH: input.slirp4netnsPath,
     AGENT_NETWORK: record.network === 'on' ? 'true' : 'false',
     AGENT_HIDE_PATHS: input.hiddenPaths.join(':'),
   };

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { mintCapabilityToken, type SigningKey } from '@sbx/tokens';
 import type { Dataplane } from './provider.js';
 
 /** The agent's JSON log line announcing where it listens (it picks a free port itself). */
@@ -8,6 +9,10 @@ const ListeningLine = z.object({ msg: z.literal('agent listening'), url: z.url({
 const Health = z.object({ sandbox_id: z.string() });
 
 const POLL_INTERVAL_MS = 20;
+
+/** What the agent logs as `sub` for the broker's health probes. */
+const READINESS_SUBJECT = 'sbx-broker:readiness';
+const READINESS_TOKEN_TTL_SECONDS = 60;
 
 /** The URL of an `agent listening` line; undefined for every other line. */
 export function listeningUrlOf(line: string): string | undefined {
@@ -26,10 +31,24 @@ export function dataplaneOf(httpBaseUrl: string): Dataplane {
   return { httpBaseUrl, wsBaseUrl: url.href.replace(/\/+$/, '') };
 }
 
-/** True when `/healthz` answers 200 for this sandbox (not some other process that took the port). */
-export async function isHealthy(httpBaseUrl: string, sandboxId: string, timeoutMs: number): Promise<boolean> {
+/**
+ * True when `/healthz` answers 200 for this sandbox (not some other process that took the port).
+ * The agent names its sandbox only to a caller holding a token for it, so `bearer()` is sent;
+ * an agent of another sandbox refuses that token with 401, which is just as unhealthy.
+ */
+export async function isHealthy(
+  httpBaseUrl: string,
+  sandboxId: string,
+  timeoutMs: number,
+  bearer: () => string,
+): Promise<boolean> {
+  // Outside the try: a token that cannot be minted is a broker fault, not an unhealthy agent.
+  const authorization = `Bearer ${bearer()}`;
   try {
-    const response = await fetch(`${httpBaseUrl}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
+    const response = await fetch(`${httpBaseUrl}/healthz`, {
+      headers: { authorization },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (response.status !== 200) return false;
     const body = Health.safeParse(await response.json());
     return body.success && body.data.sandbox_id === sandboxId;
@@ -44,14 +63,32 @@ export async function waitUntilHealthy(
   sandboxId: string,
   deadline: number,
   gaveUp: () => boolean,
+  bearer: () => string,
 ): Promise<void> {
   for (;;) {
     const remaining = deadline - Date.now();
     if (gaveUp()) throw new Error('agent exited before its health check passed');
     if (remaining <= 0) throw new Error(`agent at ${httpBaseUrl} did not pass its health check in time`);
-    if (await isHealthy(httpBaseUrl, sandboxId, Math.max(50, Math.min(remaining, 1000)))) return;
+    if (await isHealthy(httpBaseUrl, sandboxId, Math.max(50, Math.min(remaining, 1000)), bearer)) return;
     await sleep(POLL_INTERVAL_MS);
   }
+}
+
+/**
+ * A token for the broker's own `/healthz` probe: never handed out, so short-lived and
+ * with the least a token can grant (`shell:ro` only observes a shell whose id one already
+ * knows; every other scope reads files or runs code). One HMAC: a caller can mint one per
+ * probe, so a long wait never sends an expired token.
+ */
+export function readinessToken(signingKey: SigningKey, sandboxId: string, issuer: string): string {
+  return mintCapabilityToken({
+    key: signingKey,
+    issuer,
+    subject: READINESS_SUBJECT,
+    sandboxId,
+    scopes: ['shell:ro'],
+    ttlSeconds: READINESS_TOKEN_TTL_SECONDS,
+  }).token;
 }
 
 /** `promise`, or a rejection once `deadline` (epoch ms) passes. */

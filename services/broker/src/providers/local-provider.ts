@@ -1,10 +1,19 @@
+import { readFile } from 'node:fs/promises';
 import { SbxError } from '@sbx/protocol';
+import { signingKeyFromBase64url } from '@sbx/tokens';
 import { agentEnvironment } from './agent-environment.js';
 import { AgentProcess, type AgentExit } from './agent-process.js';
-import { beforeDeadline, dataplaneOf, isHealthy, waitUntilHealthy } from './agent-readiness.js';
+import {
+  beforeDeadline,
+  dataplaneOf,
+  isHealthy,
+  readinessToken,
+  waitUntilHealthy,
+} from './agent-readiness.js';
 import type { LocalIsolation } from './isolation.js';
 import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
-import { killProcessesWorkingIn } from './process-sweep.js';
+import { limitedCommand } from './agent-limits.js';
+import { killProcessesOf, killProcessesWorkingIn } from './process-sweep.js';
 import {
   assertSandboxId,
   providerUnavailable,
@@ -17,6 +26,7 @@ import {
 } from './provider.js';
 import {
   readSandboxRecord,
+  recordedHostUids,
   removeSandboxFiles,
   sandboxFilesExist,
   sandboxPaths,
@@ -24,6 +34,8 @@ import {
   type SandboxPaths,
   type SandboxRecord,
 } from './sandbox-layout.js';
+import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
+import { pickSandboxUid } from './sandbox-users.js';
 import { SerialQueue } from './serial-queue.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
@@ -31,15 +43,23 @@ export type { LocalProviderOptions } from './local-settings.js';
 interface LiveAgent {
   readonly agent: AgentProcess;
   readonly paths: SandboxPaths;
+  readonly record: SandboxRecord;
+  /** A fresh token for the broker's own health probe of this agent. */
+  bearer: (() => string) | undefined;
   dataplane: Dataplane | undefined;
   /** Set when the provider itself ends the agent, so its exit is not reported as a crash. */
   expectedExit: boolean;
 }
 
+/** Allocations of host uids are serialised under this key of the queue. */
+const UID_ALLOCATION = '\u0000uids';
+
 /**
  * Sandboxes as agent processes on this host, one per sandbox, started by the broker.
- * The agent itself runs unconfined (it needs the key and the workspace); its user
- * processes run under bubblewrap when `isolation` is 'bubblewrap'.
+ * The agent itself runs outside the sandbox (it needs the key and the workspace); its
+ * user processes run in the sandbox's namespaces under bubblewrap when `isolation` is
+ * 'bubblewrap', as the sandbox's own unprivileged host user when the broker is root,
+ * within the sandbox's limits (docs/security.md).
  */
 export class LocalProvider implements SandboxProvider {
   readonly name = 'local';
@@ -71,18 +91,19 @@ export class LocalProvider implements SandboxProvider {
     assertSandboxId(spec.sandboxId);
     this.#assertOpen();
     const paths = sandboxPaths(this.#settings.dataDir, spec.sandboxId);
-    const record: SandboxRecord = {
+    const base: SandboxRecord = {
       sandboxId: spec.sandboxId,
       tenantId: spec.tenantId,
       tokenIssuer: spec.tokenIssuer,
       network: spec.network,
+      limits: spec.limits ?? DEFAULT_SANDBOX_LIMITS,
     };
     return this.#queue.run(spec.sandboxId, async () => {
       if (this.#agents.has(spec.sandboxId) || (await sandboxFilesExist(paths)))
         throw sandboxExists(spec.sandboxId);
-      this.#assertNetworkPolicy(record);
+      this.#assertNetworkPolicy(base);
       try {
-        await writeSandboxFiles(paths, record, spec.signingKey);
+        const record = await this.#withHostUser(base, paths, spec.signingKey);
         return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
       } catch (err) {
         // A sandbox that never came up leaves nothing behind.
@@ -105,7 +126,8 @@ export class LocalProvider implements SandboxProvider {
       const record = await readSandboxRecord(paths);
       if (record === undefined) throw sandboxNotFound(sandboxId);
       this.#assertNetworkPolicy(record);
-      return this.#launch(record, paths);
+      // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
+      return this.#launch(this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined }, paths);
     });
   }
 
@@ -131,8 +153,10 @@ export class LocalProvider implements SandboxProvider {
     assertSandboxId(sandboxId);
     const live = this.#agents.get(sandboxId);
     if (live !== undefined) {
-      if (live.dataplane === undefined) return 'starting';
-      return (await isHealthy(live.dataplane.httpBaseUrl, sandboxId, 1000)) ? 'running' : 'failed';
+      if (live.dataplane === undefined || live.bearer === undefined) return 'starting';
+      return (await isHealthy(live.dataplane.httpBaseUrl, sandboxId, 1000, live.bearer))
+        ? 'running'
+        : 'failed';
     }
     if (this.#failed.has(sandboxId)) return 'failed';
     return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
@@ -158,36 +182,74 @@ export class LocalProvider implements SandboxProvider {
     if (this.#closing !== undefined) throw providerUnavailable('the local provider is shut down');
   }
 
-  /** Fails closed: without bubblewrap nothing would take the network away from user processes. */
+  /**
+   * Fails closed: without bubblewrap nothing takes the network away from user processes,
+   * and without a user-mode network a network-on sandbox would have none or the host's.
+   */
   #assertNetworkPolicy(record: SandboxRecord): void {
     if (record.network === 'off' && this.isolation === 'none')
       throw providerUnavailable('network-off sandboxes need bubblewrap isolation, which this host lacks');
+    if (record.network === 'on' && this.#settings.networkRefusal !== undefined)
+      throw providerUnavailable(this.#settings.networkRefusal);
+  }
+
+  /** Writes the sandbox's files, with a host user of its own when the broker is root. */
+  async #withHostUser(base: SandboxRecord, paths: SandboxPaths, key: SandboxSpec['signingKey']) {
+    if (!this.#settings.sandboxUsers) {
+      await writeSandboxFiles(paths, base, key);
+      return base;
+    }
+    return this.#queue.run(UID_ALLOCATION, async () => {
+      const record = { ...base, hostUid: pickSandboxUid(await recordedHostUids(this.#settings.dataDir)) };
+      await writeSandboxFiles(paths, record, key);
+      return record;
+    });
   }
 
   async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
     const sandboxId = record.sandboxId;
+    const limits = record.limits ?? DEFAULT_SANDBOX_LIMITS;
+    const cgroups = (await this.#settings.cgroups?.create(sandboxId, limits)) ?? [];
     const agent = new AgentProcess({
-      command: this.#settings.command,
+      command: limitedCommand(this.#settings.command, limits),
       env: agentEnvironment({
         record,
         paths,
         isolation: this.isolation,
         bwrapPath: this.#settings.bwrapPath,
+        slirp4netnsPath: this.#settings.slirp4netnsPath,
         hiddenPaths: this.#settings.hiddenPaths,
+        cgroups,
         logLevel: this.#settings.agentLogLevel,
       }),
       cwd: paths.stateDir,
       sandboxId,
       logger: this.#settings.logger,
     });
-    const live: LiveAgent = { agent, paths, dataplane: undefined, expectedExit: false };
+    const live: LiveAgent = {
+      agent,
+      paths,
+      record,
+      bearer: undefined,
+      dataplane: undefined,
+      expectedExit: false,
+    };
     this.#agents.set(sandboxId, live);
     this.#failed.delete(sandboxId);
     void agent.exited.then((exit) => this.#agentEnded(sandboxId, live, exit));
     const deadline = Date.now() + this.#settings.startTimeoutMs;
     try {
       const url = await beforeDeadline(agent.listening, deadline, 'agent start');
-      await waitUntilHealthy(url, sandboxId, deadline, () => !agent.alive || this.#closing !== undefined);
+      // Read only now: a key the agent refused is reported by the agent's own last words.
+      const key = signingKeyFromBase64url((await readFile(paths.keyFile, 'utf8')).trim());
+      live.bearer = () => readinessToken(key, sandboxId, record.tokenIssuer);
+      await waitUntilHealthy(
+        url,
+        sandboxId,
+        deadline,
+        () => !agent.alive || this.#closing !== undefined,
+        live.bearer,
+      );
       if (this.#closing !== undefined) throw new Error('the provider shut down while the agent started');
       live.dataplane = dataplaneOf(url);
       return live.dataplane;
@@ -210,7 +272,18 @@ export class LocalProvider implements SandboxProvider {
       if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
     }
     this.#failed.delete(sandboxId);
+    await this.#sweep(
+      sandboxId,
+      paths,
+      live?.record ?? (await readSandboxRecord(paths).catch(() => undefined)),
+    );
+  }
+
+  /** Whatever is left of a sandbox: processes in its workspace or of its user, and its cgroups. */
+  async #sweep(sandboxId: string, paths: SandboxPaths, record: SandboxRecord | undefined): Promise<void> {
     await killProcessesWorkingIn(paths.workspace);
+    if (record?.hostUid !== undefined) await killProcessesOf(record.hostUid);
+    await this.#settings.cgroups?.remove(sandboxId);
   }
 
   #agentEnded(sandboxId: string, live: LiveAgent, exit: AgentExit): void {
@@ -222,7 +295,7 @@ export class LocalProvider implements SandboxProvider {
       { sandbox_id: sandboxId, code: exit.code, signal: exit.signal },
       'sandbox agent exited',
     );
-    killProcessesWorkingIn(live.paths.workspace).catch((err: unknown) =>
+    this.#sweep(sandboxId, live.paths, live.record).catch((err: unknown) =>
       this.#settings.logger.warn(
         { sandbox_id: sandboxId, err },
         'could not sweep the workspace of a crashed agent',

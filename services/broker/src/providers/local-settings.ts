@@ -3,7 +3,14 @@ import path from 'node:path';
 import type { Logger } from '@sbx/service-kit';
 import { prepareAgentBundle } from './agent-bundle.js';
 import type { AgentCommand } from './agent-process.js';
-import { resolveIsolation, type IsolationOption, type LocalIsolation } from './isolation.js';
+import {
+  resolveIsolation,
+  type IsolationOption,
+  type LocalIsolation,
+  type ResolvedIsolation,
+} from './isolation.js';
+import { detectCgroups, type SandboxCgroups } from './sandbox-cgroups.js';
+import { PROBE_UID } from './sandbox-users.js';
 import { providerUnavailable, type AgentExitListener } from './provider.js';
 
 export interface LocalProviderOptions {
@@ -13,6 +20,8 @@ export interface LocalProviderOptions {
   /** `auto` (default): bubblewrap when it works here; `bubblewrap`: refuse to start without it. */
   readonly isolation?: IsolationOption;
   readonly bwrapPath?: string;
+  /** The user-mode network stack of network-on sandboxes (default /usr/bin/slirp4netns). */
+  readonly slirp4netnsPath?: string;
   /** Default: this repository's agent, bundled once into `<dataDir>/agent-bundle`. */
   readonly agentCommand?: AgentCommand;
   /** More host paths to hide from user processes (configuration, other secrets). */
@@ -33,6 +42,13 @@ export interface LocalSettings {
   readonly logger: Logger;
   readonly isolation: LocalIsolation;
   readonly bwrapPath: string;
+  readonly slirp4netnsPath: string;
+  /** Why network-on sandboxes are refused (no working user-mode network); undefined: allowed. */
+  readonly networkRefusal: string | undefined;
+  /** A root broker gives every sandbox its own unprivileged host user. */
+  readonly sandboxUsers: boolean;
+  /** A cgroup per sandbox when this host lets the broker make them; undefined: rlimits only. */
+  readonly cgroups: SandboxCgroups | undefined;
   readonly command: AgentCommand;
   readonly hiddenPaths: readonly string[];
   readonly startTimeoutMs: number;
@@ -49,23 +65,57 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const dataDir = await realpath(options.dataDir);
   const bwrapPath = options.bwrapPath ?? '/usr/bin/bwrap';
-  const resolved = await resolveIsolation(options.isolation ?? 'auto', bwrapPath);
-  if (resolved.fallbackReason !== undefined)
-    options.logger.warn(
-      { reason: resolved.fallbackReason },
-      'bubblewrap is unusable here: user processes run unconfined',
-    );
+  const slirp4netnsPath = options.slirp4netnsPath ?? '/usr/bin/slirp4netns';
+  const hiddenPaths = [...new Set([dataDir, ...extraHidden])];
+  const sandboxUsers = process.getuid?.() === 0;
+  const resolved = await resolveIsolation(options.isolation ?? 'auto', {
+    bwrapPath,
+    slirp4netnsPath,
+    dataDir,
+    hiddenPaths,
+    ...(sandboxUsers ? { runAs: { uid: PROBE_UID, gid: PROBE_UID } } : {}),
+  });
+  const cgroups = sandboxUsers ? await detectCgroups() : undefined;
+  logIsolation(options.logger, resolved, cgroups);
   return {
     dataDir,
     logger: options.logger,
     isolation: resolved.isolation,
     bwrapPath,
+    slirp4netnsPath,
+    networkRefusal:
+      resolved.isolation === 'bubblewrap' && !resolved.userNetwork
+        ? `sandboxes with network need a working user-mode network stack: ${resolved.userNetworkReason ?? 'unavailable'}`
+        : undefined,
+    sandboxUsers,
+    cgroups,
     command: options.agentCommand ?? (await prepareAgentBundle(dataDir)),
     // The real path only: a symlink to it leads into the hidden tmpfs anyway.
-    hiddenPaths: [...new Set([dataDir, ...extraHidden])],
+    hiddenPaths,
     startTimeoutMs: options.startTimeoutMs ?? 15_000,
     stopGraceMs: options.stopGraceMs ?? 5000,
     agentLogLevel: options.agentLogLevel ?? 'info',
     onAgentExit: options.onAgentExit,
   };
+}
+
+function logIsolation(
+  logger: Logger,
+  resolved: ResolvedIsolation,
+  cgroups: SandboxCgroups | undefined,
+): void {
+  if (resolved.fallbackReason !== undefined)
+    logger.warn(
+      { reason: resolved.fallbackReason },
+      'bubblewrap is unusable here: user processes run without namespaces',
+    );
+  if (resolved.isolation === 'bubblewrap' && !resolved.userNetwork)
+    logger.warn(
+      { reason: resolved.userNetworkReason },
+      'no user-mode network: sandboxes whose policy allows network are refused',
+    );
+  logger.info(
+    { limits: cgroups === undefined ? 'rlimits' : `cgroup ${cgroups.version} + rlimits` },
+    'sandbox resource limits',
+  );
 }

@@ -1,4 +1,4 @@
-import { readdir, readlink } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -9,17 +9,41 @@ import path from 'node:path';
  */
 export async function killProcessesWorkingIn(dir: string): Promise<number[]> {
   const root = path.resolve(dir);
-  const entries = await readdir('/proc').catch((): string[] => []);
-  const pids = entries
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => pid !== process.pid);
+  const pids = await otherPids();
   const cwds = await Promise.all(pids.map((pid) => readlink(`/proc/${pid}/cwd`).catch(() => undefined)));
   const inside = pids.filter((_pid, i) => {
     const cwd = cwds[i];
     return cwd !== undefined && (cwd === root || cwd.startsWith(`${root}/`));
   });
-  return inside.filter((pid) => {
+  return killAll(inside);
+}
+
+/**
+ * Kills every process of a sandbox's own host user: with bubblewrap they all die with
+ * the sandbox's pid namespace; without it, this is what ends a double-forked escapee.
+ */
+export async function killProcessesOf(uid: number): Promise<number[]> {
+  const pids = await otherPids();
+  const owners = await Promise.all(
+    pids.map((pid) =>
+      readFile(`/proc/${pid}/status`, 'utf8')
+        .then((status) => /^Uid:\s+(\d+)/m.exec(status)?.[1])
+        .catch(() => undefined),
+    ),
+  );
+  return killAll(pids.filter((_pid, i) => owners[i] === String(uid)));
+}
+
+async function otherPids(): Promise<number[]> {
+  const entries = await readdir('/proc').catch((): string[] => []);
+  return entries
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
+}
+
+function killAll(pids: readonly number[]): number[] {
+  return pids.filter((pid) => {
     try {
       process.kill(pid, 'SIGKILL');
       return true;

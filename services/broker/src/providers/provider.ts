@@ -1,5 +1,6 @@
 import { SbxError } from '@sbx/protocol';
 import type { SigningKey } from '@sbx/tokens';
+import type { SandboxLimits } from './sandbox-limits.js';
 
 /** What a provider needs to bring one sandbox up. */
 export interface SandboxSpec {
@@ -11,6 +12,8 @@ export interface SandboxSpec {
   readonly tokenIssuer: string;
   /** 'off' when the tenant's environment is internal-only: user processes see no network. */
   readonly network: 'on' | 'off';
+  /** From the tenant's policy; omitted: the provider's defaults. */
+  readonly limits?: SandboxLimits;
 }
 
 /** Where clients reach the sandbox's agent. */

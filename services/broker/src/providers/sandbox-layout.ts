@@ -1,7 +1,8 @@
-import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
+import { SandboxLimits } from './sandbox-limits.js';
 
 /**
  * Where a local sandbox lives on disk:
@@ -22,6 +23,9 @@ const SandboxRecord = z.object({
   tenantId: z.string(),
   tokenIssuer: z.string(),
   network: z.enum(['on', 'off']),
+  /** The host user its processes run as (a root broker gives every sandbox its own). */
+  hostUid: z.number().int().positive().optional(),
+  limits: SandboxLimits.optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecord>;
 
@@ -48,11 +52,33 @@ export async function writeSandboxFiles(
   key: SigningKey,
 ): Promise<void> {
   await privateDir(path.dirname(paths.stateDir));
-  await privateDir(path.dirname(paths.workspace));
+  await traversableDir(path.dirname(paths.workspace));
   await mkdir(paths.stateDir, { mode: 0o700 });
   await writeFile(paths.keyFile, key.toBase64url(), { mode: 0o600, flag: 'wx' });
   await writeFile(paths.recordFile, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
   await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
+  if (record.hostUid !== undefined) await chown(paths.workspace, record.hostUid, record.hostUid);
+}
+
+/**
+ * bubblewrap runs as the sandbox's user and must walk down to its workspace: the
+ * directories above it may be crossed (x) but not listed; each workspace is its
+ * user's alone (0700), and everything else in the data directory stays 0700/0600.
+ */
+export async function traversableDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o711 });
+  await chmod(dir, 0o711);
+  await chmod(path.dirname(dir), 0o711);
+}
+
+/** The host uids recorded by every sandbox of this data directory. */
+export async function recordedHostUids(dataDir: string): Promise<Set<number>> {
+  const dir = path.join(dataDir, 'sandboxes');
+  const ids = await readdir(dir).catch((): string[] => []);
+  const records = await Promise.all(
+    ids.map((id) => readSandboxRecord(sandboxPaths(dataDir, id)).catch(() => undefined)),
+  );
+  return new Set(records.flatMap((record) => (record?.hostUid === undefined ? [] : [record.hostUid])));
 }
 
 /** The record of a sandbox created earlier, or undefined when there is none. */

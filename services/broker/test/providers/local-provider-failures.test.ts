@@ -8,6 +8,7 @@ import {
   captureLogger,
   newDataDir,
   startLocalKit,
+  tokenFor,
   type LocalKit,
 } from './local-provider-kit.js';
 
@@ -90,7 +91,8 @@ describe('local provider: isolation', () => {
 
       const open = contractSpec({ network: 'on' });
       const { dataplane } = await kit.provider.create(open);
-      const health = (await (await fetch(`${dataplane.httpBaseUrl}/healthz`)).json()) as Record<
+      const headers = { authorization: `Bearer ${tokenFor(open, ['shell:ro'])}` };
+      const health = (await (await fetch(`${dataplane.httpBaseUrl}/healthz`, { headers })).json()) as Record<
         string,
         unknown
       >;

@@ -37,7 +37,9 @@ describe('local provider: a healthy agent per sandbox', () => {
     const spec = contractSpec();
     const { dataplane } = await provider.create(spec);
     expect(new URL(dataplane.httpBaseUrl).hostname).toBe('127.0.0.1');
-    const response = await fetch(`${dataplane.httpBaseUrl}/healthz`);
+    // The agent names its sandbox only to a holder of one of its tokens.
+    const headers = { authorization: `Bearer ${tokenFor(spec, ['shell:ro'])}` };
+    const response = await fetch(`${dataplane.httpBaseUrl}/healthz`, { headers });
     expect(response.status).toBe(200);
     const health = (await response.json()) as Record<string, unknown>;
     expect(health['sandbox_id']).toBe(spec.sandboxId);
