@@ -6,14 +6,6 @@ export interface BubblewrapConfinement {
   readonly hidePaths?: readonly string[];
 }
 
-export interface ConfinementArgsOptions extends BubblewrapConfinement {
-  /**
-   * An open descriptor of the workspace in bwrap's stdio: bwrap runs as the sandbox's
-   * user, who need not be able to walk the host path down to the workspace (the broker's
-   * data directory is root's alone).
-   */
-  readonly workspaceFd?: number;
-}
 
 /** Who user code is inside every sandbox: an ordinary user, never root (docs/security.md). */
 export const SANDBOX_UID = 1000;
@@ -55,7 +47,7 @@ function deviceArgs(): string[] {
  * the hidden paths behind empty tmpfs mounts, and death with the parent. The agent's
  * launcher and the broker's isolation probe both use exactly these flags.
  */
-export function bubblewrapConfinementArgs(options: ConfinementArgsOptions): string[] {
+export function bubblewrapConfinementArgs(options: BubblewrapConfinement): string[] {
   const workspace = path.resolve(options.workspaceRoot);
   return [
     '--unshare-user',
@@ -82,9 +74,9 @@ export function bubblewrapConfinementArgs(options: ConfinementArgsOptions): stri
     '--tmpfs',
     '/run',
     ...(options.hidePaths ?? []).flatMap((hidden) => ['--tmpfs', path.resolve(hidden)]),
-    ...(options.workspaceFd === undefined
-      ? ['--bind', workspace, workspace]
-      : ['--bind-fd', String(options.workspaceFd), workspace]),
+    '--bind',
+    workspace,
+    workspace,
     '--die-with-parent',
     '--new-session',
   ];

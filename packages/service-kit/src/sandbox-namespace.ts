@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import { SbxError } from '@sbx/protocol';
 import { bubblewrapConfinementArgs, type BubblewrapConfinement } from './bubblewrap.js';
@@ -142,26 +141,22 @@ export class SandboxNamespace {
   }
 }
 
-const WORKSPACE_FD = 5;
+const READY_LINE = 'echo sandbox-ready; exec sleep infinity';
 
+/**
+ * bwrap runs as the sandbox's user, who must be able to walk down to the workspace (the
+ * directories above it are traversable, not listable; docs/security.md).
+ */
 function spawnHolder(options: SandboxNamespaceOptions): ChildProcess {
-  const workspace = openSync(options.workspaceRoot, 'r');
-  try {
-    return spawnHolderWith(options, workspace);
-  } finally {
-    closeSync(workspace);
-  }
-}
-
-function spawnHolderWith(options: SandboxNamespaceOptions, workspace: number): ChildProcess {
-  const args = [...bubblewrapConfinementArgs({ ...options, workspaceFd: WORKSPACE_FD }), '--info-fd', '3'];
+  const args = [...bubblewrapConfinementArgs(options), '--info-fd', '3'];
   // A user-mode network answers DNS at 10.0.2.3; the host's resolver address means nothing inside.
   if (options.network) args.push('--ro-bind-data', '4', '/etc/resolv.conf');
-  const holder = spawn(options.bwrapPath, [...args, '--', 'sleep', 'infinity'], {
+  // The line tells that the mounts are done: bwrap reports the init's pid before it sets them up.
+  const holder = spawn(options.bwrapPath, [...args, '--', '/bin/sh', '-c', READY_LINE], {
     cwd: '/',
     env: { ...LAUNCHER_ENV },
     detached: true,
-    stdio: ['ignore', 'ignore', 'pipe', 'pipe', options.network ? 'pipe' : 'ignore', workspace],
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', options.network ? 'pipe' : 'ignore'],
     ...options.runAs,
   });
   holder.on('error', () => undefined);
@@ -179,8 +174,12 @@ async function holderInitPid(holder: ChildProcess): Promise<number> {
   const exitedEarly = once(holder, 'exit').then(() => undefined);
   const infoFd = holder.stdio[3];
   const info = firstInfo(infoFd instanceof Readable ? infoFd : null);
-  const parsed = await Promise.race([info, exitedEarly]);
-  if (parsed !== undefined) return parsed['child-pid'];
+  const ready = readyLine(holder.stdout);
+  const [parsed, isReady] = await Promise.race([
+    Promise.all([info, ready]),
+    exitedEarly.then(() => [undefined, false] as const),
+  ]);
+  if (parsed !== undefined && isReady) return parsed['child-pid'];
   killGroup(holder);
   const reason = (await Promise.race([stderr, exitedEarly])) ?? '';
   throw new SbxError(
@@ -202,6 +201,20 @@ function firstInfo(stream: Readable | null): Promise<HolderInfo | undefined> {
     });
     stream.on('end', () => resolve(parseInfo(text)));
     stream.on('error', () => resolve(undefined));
+  });
+}
+
+function readyLine(stream: Readable | null): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (stream === null) return resolve(false);
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes('sandbox-ready\n')) resolve(true);
+    });
+    stream.on('end', () => resolve(false));
+    stream.on('error', () => resolve(false));
   });
 }
 

@@ -56,6 +56,8 @@ async function cgroupsV1(root: string): Promise<SandboxCgroups> {
       await Promise.all([pids, memory, cpu].map((dir) => mkdir(dir, { recursive: true })));
       await writeFile(path.join(pids, 'pids.max'), String(limits.maxProcesses));
       await writeFile(path.join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
+      // Swap counts too where the kernel accounts it (memsw), or the limit is a suggestion.
+      await writeIfPresent(path.join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
       await writeFile(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
       await writeFile(path.join(cpu, 'cpu.cfs_quota_us'), String(cpuQuota(limits)));
       return dirs(sandboxId);
@@ -77,6 +79,7 @@ function cgroupsV2(root: string): SandboxCgroups {
       await mkdir(dir(sandboxId), { recursive: true });
       await writeFile(path.join(dir(sandboxId), 'pids.max'), String(limits.maxProcesses));
       await writeFile(path.join(dir(sandboxId), 'memory.max'), String(limits.memoryBytes));
+      await writeIfPresent(path.join(dir(sandboxId), 'memory.swap.max'), '0');
       await writeFile(path.join(dir(sandboxId), 'cpu.max'), `${cpuQuota(limits)} ${CPU_PERIOD_US}`);
       return [dir(sandboxId)];
     },
@@ -90,6 +93,10 @@ async function enableControllers(dir: string): Promise<void> {
   if (wanted.length < V1_CONTROLLERS.length)
     throw new Error(`cgroup ${dir} lacks controllers (has: ${available.join(' ')})`);
   await writeFile(path.join(dir, 'cgroup.subtree_control'), wanted.map((name) => `+${name}`).join(' '));
+}
+
+async function writeIfPresent(file: string, value: string): Promise<void> {
+  if (await writable(file)) await writeFile(file, value);
 }
 
 function cpuQuota(limits: SandboxLimits): number {

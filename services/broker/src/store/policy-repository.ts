@@ -33,6 +33,10 @@ export const DEFAULT_TENANT_POLICY: Readonly<Omit<TenantPolicyRecord, 'tenantId'
     idleTimeoutSeconds: 900,
     hardTtlSeconds: 28800,
     maxTokenTtlSeconds: 900,
+    maxProcesses: 256,
+    maxMemoryMb: 2048,
+    cpuMillicores: 1000,
+    maxFileSizeMb: 1024,
   });
 
 export const DEFAULT_CLIENT_POLICY: Readonly<Omit<ClientPolicyRecord, 'clientId' | 'updatedAt'>> =

@@ -1,4 +1,5 @@
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { LocalProvider } from '../../src/providers/local-provider.js';
@@ -7,6 +8,7 @@ import {
   agentPidsOf,
   captureLogger,
   newDataDir,
+  newDataDirOutsideTmp,
   startLocalKit,
   tokenFor,
   type LocalKit,
@@ -81,10 +83,55 @@ describe('local provider: isolation', () => {
     }
   });
 
+  it('refuses a bubblewrap whose sandboxes would see the data directory: the probe reads it from inside', async () => {
+    // As a misconfigured or tampered bwrap would: everything but the tmpfs that hides the data directory.
+    // Outside /tmp, which every sandbox gets as its own tmpfs anyway.
+    const dataDir = newDataDirOutsideTmp();
+    const bin = mkdtempSync(path.join(tmpdir(), 'sbx-fake-bwrap-'));
+    const bwrap = path.join(bin, 'bwrap-showing-data');
+    writeFileSync(
+      bwrap,
+      [
+        '#!/bin/sh',
+        `hide='${dataDir}'; held=`,
+        'for arg do',
+        '  shift',
+        '  if [ -n "$held" ]; then held=; [ "$arg" = "$hide" ] && continue; set -- "$@" --tmpfs; fi',
+        '  if [ "$arg" = --tmpfs ]; then held=yes; continue; fi',
+        '  set -- "$@" "$arg"',
+        'done',
+        'exec /usr/bin/bwrap "$@"',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    chmodSync(bin, 0o755);
+    try {
+      const error = await expectSbxError(
+        LocalProvider.open({ dataDir, logger: captureLogger([]), isolation: 'bubblewrap', bwrapPath: bwrap }),
+        'PROVIDER_UNAVAILABLE',
+      );
+      expect(causeChain(error)).toContain('confinement does not hold inside the sandbox: data-dir');
+      const logs: string[] = [];
+      const fallback = await LocalProvider.open({
+        dataDir,
+        logger: captureLogger(logs),
+        isolation: 'auto',
+        bwrapPath: bwrap,
+      });
+      expect(fallback.isolation).toBe('none');
+      expect(logs.join('')).toContain('data-dir');
+      await fallback.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it('falls back to no isolation under auto, and then refuses network-off sandboxes', async () => {
     await withKit({ isolation: 'auto', bwrapPath: '/nonexistent/bwrap' }, async (kit) => {
       expect(kit.provider.isolation).toBe('none');
-      expect(kit.logs.join('')).toContain('user processes run unconfined');
+      expect(kit.logs.join('')).toContain('user processes run without namespaces');
       const closed = contractSpec({ network: 'off' });
       await expectSbxError(kit.provider.create(closed), 'PROVIDER_UNAVAILABLE');
       expect(await kit.provider.status(closed.sandboxId)).toBe('missing');
@@ -140,7 +187,8 @@ describe('local provider: agents that do not come up', () => {
   it('reports a program that cannot be run', async () => {
     await withKit({ agentCommand: { file: '/nonexistent/agent', args: [] } }, async (kit) => {
       const error = await expectSbxError(kit.provider.create(contractSpec()), 'PROVIDER_UNAVAILABLE');
-      expect(causeChain(error)).toContain('could not be started');
+      // Started through prlimit (the sandbox's rlimits), which names what it could not run.
+      expect(causeChain(error)).toMatch(/could not be started|failed to execute \/nonexistent\/agent/);
     });
   });
 

@@ -21,6 +21,14 @@ export function newDataDir(): string {
   return realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-provider-')));
 }
 
+/**
+ * Where a broker keeps its data in production (not under /tmp, which every sandbox gets
+ * as a tmpfs of its own): what hides the data directory is then the hiding mount alone.
+ */
+export function newDataDirOutsideTmp(): string {
+  return realpathSync(mkdtempSync('/var/tmp/sbx-provider-'));
+}
+
 export function captureLogger(logs: string[]): LocalProviderOptions['logger'] {
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {

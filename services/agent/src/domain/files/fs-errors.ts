@@ -41,6 +41,11 @@ export function fsError(err: unknown, display: string): SbxError {
       return new SbxError('FORBIDDEN', `permission denied on ${display}`);
     case 'EROFS':
       return new SbxError('FORBIDDEN', `${display} is on a read-only file system`);
+    case 'EFBIG':
+      return new SbxError(
+        'PAYLOAD_TOO_LARGE',
+        `${display} would exceed the sandbox's largest file size; nothing was changed`,
+      );
     case 'ENOSPC':
     case 'EDQUOT':
       return new SbxError(

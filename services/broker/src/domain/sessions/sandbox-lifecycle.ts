@@ -175,6 +175,7 @@ export class SandboxLifecycle {
         signingKey: key,
         tokenIssuer: this.deps.tokenIssuer,
         network: policy.environment === 'internal_only' ? 'off' : 'on',
+        limits: policy.limits,
       });
     } catch (err) {
       await this.#fail(context, sandbox, err);

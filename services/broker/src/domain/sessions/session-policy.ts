@@ -1,6 +1,7 @@
 // The policy a negotiation runs under: the tenant's stored policy, or for a
 // tenant without one the broker's configured defaults; and the token lifetime
 // arithmetic (clamping and the refresh margin).
+import type { SandboxLimits } from '../../providers/sandbox-limits.js';
 import type { NetworkEnvironment, TenantPolicyRecord } from '../../store/index.js';
 
 export interface TenantPolicySource {
@@ -21,6 +22,8 @@ export interface EffectivePolicy {
   readonly hardTtlSeconds: number;
   readonly maxTokenTtlSeconds: number;
   readonly environment: NetworkEnvironment;
+  /** What each of the tenant's sandboxes may use. */
+  readonly limits: SandboxLimits;
 }
 
 export async function effectivePolicy(
@@ -41,8 +44,16 @@ export async function effectivePolicy(
         ? Math.max(stored.maxTokenTtlSeconds, defaults.defaultTokenTtlSeconds)
         : stored.maxTokenTtlSeconds,
     environment: stored.environment,
+    limits: {
+      maxProcesses: stored.maxProcesses,
+      memoryBytes: stored.maxMemoryMb * MIB,
+      cpuMillicores: stored.cpuMillicores,
+      maxFileBytes: stored.maxFileSizeMb * MIB,
+    },
   };
 }
+
+const MIB = 1024 * 1024;
 
 /** The shortest token the broker issues. */
 export const MIN_TOKEN_TTL_SECONDS = 60;
