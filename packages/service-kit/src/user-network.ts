@@ -30,10 +30,12 @@ export async function attachUserNetwork(slirp4netnsPath: string, initPid: number
       '--enable-seccomp',
       `--userns-path=/proc/${initPid}/ns/user`,
       '--ready-fd=3',
+      // Ends slirp4netns with its parent: the pipe's other end closes when the agent dies.
+      '--exit-fd=4',
       String(initPid),
       'tap0',
     ],
-    { cwd: '/', env: { PATH: '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe'] },
+    { cwd: '/', env: { PATH: '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
   );
   slirp.on('error', () => undefined);
   const exited = once(slirp, 'exit').then(() => undefined);

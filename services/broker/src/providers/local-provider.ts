@@ -13,7 +13,7 @@ import {
 import type { LocalIsolation } from './isolation.js';
 import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
 import { limitedCommand } from './agent-limits.js';
-import { killProcessesOf, killProcessesWorkingIn } from './process-sweep.js';
+import { sweepSandbox } from './process-sweep.js';
 import {
   assertSandboxId,
   providerUnavailable,
@@ -195,10 +195,8 @@ export class LocalProvider implements SandboxProvider {
 
   /** Writes the sandbox's files, with a host user of its own when the broker is root. */
   async #withHostUser(base: SandboxRecord, paths: SandboxPaths, key: SandboxSpec['signingKey']) {
-    if (!this.#settings.sandboxUsers) {
-      await writeSandboxFiles(paths, base, key);
-      return base;
-    }
+    if (!this.#settings.sandboxUsers) return writeSandboxFiles(paths, base, key).then(() => base);
+    // One allocation at a time: two sandboxes never pick the same uid.
     return this.#queue.run(UID_ALLOCATION, async () => {
       const record = { ...base, hostUid: pickSandboxUid(await recordedHostUids(this.#settings.dataDir)) };
       await writeSandboxFiles(paths, record, key);
@@ -272,18 +270,8 @@ export class LocalProvider implements SandboxProvider {
       if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
     }
     this.#failed.delete(sandboxId);
-    await this.#sweep(
-      sandboxId,
-      paths,
-      live?.record ?? (await readSandboxRecord(paths).catch(() => undefined)),
-    );
-  }
-
-  /** Whatever is left of a sandbox: processes in its workspace or of its user, and its cgroups. */
-  async #sweep(sandboxId: string, paths: SandboxPaths, record: SandboxRecord | undefined): Promise<void> {
-    await killProcessesWorkingIn(paths.workspace);
-    if (record?.hostUid !== undefined) await killProcessesOf(record.hostUid);
-    await this.#settings.cgroups?.remove(sandboxId);
+    const record = live?.record ?? (await readSandboxRecord(paths).catch(() => undefined));
+    await sweepSandbox(sandboxId, paths.workspace, record?.hostUid, this.#settings.cgroups);
   }
 
   #agentEnded(sandboxId: string, live: LiveAgent, exit: AgentExit): void {
@@ -295,12 +283,17 @@ export class LocalProvider implements SandboxProvider {
       { sandbox_id: sandboxId, code: exit.code, signal: exit.signal },
       'sandbox agent exited',
     );
-    this.#sweep(sandboxId, live.paths, live.record).catch((err: unknown) =>
-      this.#settings.logger.warn(
-        { sandbox_id: sandboxId, err },
-        'could not sweep the workspace of a crashed agent',
-      ),
-    );
+    // In the sandbox's queue: a restart asked for meanwhile waits until the leftovers are gone.
+    this.#queue
+      .run(sandboxId, () =>
+        sweepSandbox(sandboxId, live.paths.workspace, live.record.hostUid, this.#settings.cgroups),
+      )
+      .catch((err: unknown) =>
+        this.#settings.logger.warn(
+          { sandbox_id: sandboxId, err },
+          'could not sweep the workspace of a crashed agent',
+        ),
+      );
     this.#settings.onAgentExit?.(sandboxId, exit.code, exit.signal);
   }
 }

@@ -1,5 +1,6 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
+import type { SandboxCgroups } from './sandbox-cgroups.js';
 
 /**
  * Kills every process whose working directory is inside `dir` (Linux /proc; a no-op
@@ -51,4 +52,16 @@ function killAll(pids: readonly number[]): number[] {
       return false;
     }
   });
+}
+
+/** Whatever is left of a sandbox: processes in its workspace or of its own user, and its cgroups. */
+export async function sweepSandbox(
+  sandboxId: string,
+  workspace: string,
+  hostUid: number | undefined,
+  cgroups: SandboxCgroups | undefined,
+): Promise<void> {
+  await killProcessesWorkingIn(workspace);
+  if (hostUid !== undefined) await killProcessesOf(hostUid);
+  await cgroups?.remove(sandboxId);
 }

@@ -103,8 +103,21 @@ function cpuQuota(limits: SandboxLimits): number {
   return Math.max(1000, Math.round((limits.cpuMillicores / 1000) * CPU_PERIOD_US));
 }
 
+/** Whatever still runs in a sandbox's cgroup belongs to it (a stray helper of a crashed agent). */
+async function killMembers(dir: string): Promise<void> {
+  const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+  for (const pid of procs.split('\n').filter((line) => /^\d+$/.test(line))) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
 /** rmdir fails with EBUSY while the kernel still tears the last processes down: retry briefly. */
 async function removeAll(dirs: readonly string[]): Promise<void> {
+  await Promise.all(dirs.map((dir) => killMembers(dir)));
   for (const dir of dirs) {
     for (let attempt = 0; ; attempt++) {
       try {

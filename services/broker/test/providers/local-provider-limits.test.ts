@@ -19,7 +19,9 @@ const LIMITS: SandboxLimits = {
 };
 
 function authed(door: Door, scopes: string[], init: RequestInit = {}): RequestInit {
-  return { ...init, headers: { authorization: `Bearer ${tokenFor(door.spec, scopes)}`, ...init.headers } };
+  const headers = new Headers(init.headers);
+  headers.set('authorization', `Bearer ${tokenFor(door.spec, scopes)}`);
+  return { ...init, headers };
 }
 
 async function startBackground(door: Door, cmd: string): Promise<string> {
