@@ -6,7 +6,6 @@ export interface BubblewrapConfinement {
   readonly hidePaths?: readonly string[];
 }
 
-
 /** Who user code is inside every sandbox: an ordinary user, never root (docs/security.md). */
 export const SANDBOX_UID = 1000;
 export const SANDBOX_GID = 1000;

@@ -35,7 +35,12 @@ export async function attachUserNetwork(slirp4netnsPath: string, initPid: number
       String(initPid),
       'tap0',
     ],
-    { cwd: '/', env: { PATH: '/usr/bin:/bin' }, detached: true, stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
+    {
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+    },
   );
   slirp.on('error', () => undefined);
   const exited = once(slirp, 'exit').then(() => undefined);
