@@ -11,6 +11,7 @@ import { KeyVault } from './domain/keys/key-vault.js';
 import { loadMasterKey } from './domain/keys/master-key.js';
 import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
 import { createLeaseReaper } from './domain/lifecycle/lease-reaper.js';
+import { reconcileAtStartup } from './domain/lifecycle/startup-reconcile.js';
 import { RateLimiter } from './domain/rate-limit/rate-limiter.js';
 import { createSessionService } from './domain/sessions/session-service.js';
 import { createApp } from './http/app.js';
@@ -33,6 +34,11 @@ export interface BrokerSystem {
 }
 
 const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
+
+const LOCAL_OWNERSHIP_WARNING =
+  'local sandboxes belong to the broker process that started their agents, and the database does not ' +
+  'record which one: at start this broker suspends every local sandbox whose agent it does not run ' +
+  'itself. Run one broker per database with the local provider (docs/lifecycle.md, "After a restart")';
 
 /** The one composition root: configuration and adapters in, a ready HTTP app out. */
 export async function createBrokerSystem(
@@ -114,6 +120,10 @@ export async function createBrokerSystem(
   else if (config.databaseUrl === undefined) {
     generatedAdminKey = (await ensureGeneratedAdminKey(config.dataDir, repositories.apiKeys))?.key;
   }
+
+  // Before the first request: agents that died with the previous broker process are recorded as such.
+  if (coordination.sharedAcrossInstances) logger.warn(LOCAL_OWNERSHIP_WARNING);
+  await reconcileAtStartup({ repository: reaperRepository, provider, coordination, clock: now, logger });
 
   const reaper = createLeaseReaper({
     repository: reaperRepository,

@@ -28,6 +28,17 @@ export type DueSandbox = Pick<
   'id' | 'state' | 'tenantId' | 'ownerId' | 'scopeType' | 'scopeId' | 'provider'
 >;
 
+/** Where a walk over sandboxes in creation order stopped: the last row it saw. */
+export type SandboxCursor = Pick<SandboxRecord, 'createdAt' | 'id'>;
+
+export type PagedSandbox = DueSandbox & SandboxCursor;
+
+/** Sandboxes of one provider in some states (a start-up reconciliation's walk). */
+export interface PageFilter {
+  readonly provider: string;
+  readonly states: readonly SandboxState[];
+}
+
 export interface StateChange {
   readonly sandboxId: string;
   readonly to: SandboxState;
@@ -95,6 +106,30 @@ function auditData(event: NewAuditEvent): Prisma.AuditEventCreateInput {
 export class ReaperRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
+  /**
+   * The next `limit` sandboxes matching `filter` after `after`, oldest first.
+   * Keyset paging: rows that change state behind the cursor never shift a page.
+   */
+  listPage(filter: PageFilter, after: SandboxCursor | undefined, limit: number): Promise<PagedSandbox[]> {
+    const past =
+      after === undefined
+        ? {}
+        : {
+            OR: [
+              { createdAt: { gt: after.createdAt } },
+              { createdAt: after.createdAt, id: { gt: after.id } },
+            ],
+          };
+    return guard('list sandboxes of a provider', () =>
+      this.prisma.sandbox.findMany({
+        where: { provider: filter.provider, state: { in: [...filter.states] }, ...past },
+        select: { ...DUE_FIELDS, createdAt: true },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        take: limit,
+      }),
+    );
+  }
+
   /** Due sandboxes, oldest first, at most `limit`. */
   listDue(filter: DueFilter, limit: number): Promise<DueSandbox[]> {
     return guard('list due sandboxes', () =>
@@ -116,8 +151,9 @@ export class ReaperRepository {
 
   /**
    * Applies the change only while the sandbox is still due; a final state
-   * also frees its scope and releases its bindings. Writes the audit row in
-   * the same transaction.
+   * also frees its scope and releases its bindings, and `suspended` forgets
+   * the dataplane (its agent is gone; a resume records where the new one
+   * listens). Writes the audit row in the same transaction.
    */
   applyStateChange(change: StateChange): Promise<StateChangeResult> {
     return guard('change sandbox state', () =>
@@ -132,6 +168,7 @@ export class ReaperRepository {
             state: change.to,
             ...(stamp === undefined ? {} : { [stamp]: change.at }),
             ...(final ? { live: null } : {}),
+            ...(change.to === 'suspended' ? { httpBaseUrl: null, wsBaseUrl: null } : {}),
             ...(change.failureReason === undefined ? {} : { failureReason: change.failureReason }),
           },
         });

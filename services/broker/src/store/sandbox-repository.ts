@@ -42,6 +42,9 @@ export interface TenantScope {
 /** Sandboxes that no longer serve their scope; they take no further transition. */
 export const FINAL_STATES: readonly SandboxState[] = ['terminated', 'failed'];
 
+/** Sandboxes whose agent runs or is coming up: what a tenant's quota counts. */
+export const RUNNING_STATES: readonly SandboxState[] = ['provisioning', 'active', 'idle'];
+
 /** For each target state, the states a sandbox may move to it from. */
 export const ALLOWED_FROM: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
   provisioning: ['suspended'],
@@ -145,9 +148,15 @@ export class SandboxRepository {
     );
   }
 
-  /** How many live sandboxes a tenant has (its quota counts these). */
-  countLive(tenantId: string): Promise<number> {
-    return guard('count sandboxes', () => this.prisma.sandbox.count({ where: { tenantId, live: true } }));
+  /**
+   * How many sandboxes of a tenant have (or are getting) a running agent:
+   * provisioning, active or idle. Its quota counts these; a suspended one
+   * holds only its workspace and counts again once resumed.
+   */
+  countRunning(tenantId: string): Promise<number> {
+    return guard('count sandboxes', () =>
+      this.prisma.sandbox.count({ where: { tenantId, live: true, state: { in: [...RUNNING_STATES] } } }),
+    );
   }
 
   /**

@@ -2,14 +2,11 @@
 // token for a dead data plane and its scope can get a new sandbox. Ends the
 // broker asked for are not reported by the provider (it marks them expected),
 // and a sandbox already suspended or final is left as it is.
-import type { SandboxState } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { AgentExitListener } from '../../providers/provider.js';
 import type { ReaperRepository } from '../../store/reaper-repository.js';
+import { RUNNING_STATES } from '../../store/sandbox-repository.js';
 import { stateAuditEvent } from './lifecycle-audit.js';
-
-/** States in which an agent is (or is coming) up, so its exit is a crash. */
-const RUNNING_STATES: readonly SandboxState[] = ['provisioning', 'active', 'idle'];
 
 export interface AgentExitDeps {
   readonly repository: Pick<ReaperRepository, 'applyStateChange'>;
@@ -46,6 +43,7 @@ export function createAgentExitHandler(deps: AgentExitDeps): AgentExitHandler {
     const result = await deps.repository.applyStateChange({
       sandboxId,
       to: 'failed',
+      // An agent is (or is coming) up in these states, so its exit is a crash.
       due: { states: RUNNING_STATES },
       at,
       failureReason,

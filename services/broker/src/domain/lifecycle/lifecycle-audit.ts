@@ -6,10 +6,15 @@ import type { DueSandbox } from '../../store/reaper-repository.js';
 export const STATE_AUDIT_ACTION = 'sandbox.state';
 
 export type LifecycleReason =
-  'lease_expired' | 'hard_ttl' | 'provisioning_timeout' | 'agent_exit' | 'failed_retention';
+  | 'lease_expired'
+  | 'hard_ttl'
+  | 'provisioning_timeout'
+  | 'agent_exit'
+  | 'failed_retention'
+  | 'startup_reconcile';
 
 /** Who made the change, recorded as the caller of a system action. */
-export type LifecycleActor = 'lease-reaper' | 'agent-exit';
+export type LifecycleActor = 'lease-reaper' | 'agent-exit' | 'startup-reconcile';
 
 export interface StateAudit {
   readonly sandbox: DueSandbox;

@@ -44,7 +44,8 @@ export interface ReapOutcome {
   readonly busy?: boolean;
 }
 
-const LOST_BY_PROVIDER = 'the provider no longer has this sandbox';
+/** The failure reason of a sandbox its provider has lost (its workspace is gone). */
+export const LOST_BY_PROVIDER = 'the provider no longer has this sandbox';
 
 export async function reapSandbox(
   ctx: ReapContext,

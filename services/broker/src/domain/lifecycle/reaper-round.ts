@@ -4,6 +4,7 @@
 import { SbxError } from '@sbx/protocol';
 import type { Lock } from '../../adapters/redis/coordination.js';
 import type { DueSandbox, ReaperRepository } from '../../store/reaper-repository.js';
+import { forEachLimited } from './for-each-limited.js';
 import type { ReaperPass } from './reaper-passes.js';
 import { reapSandbox, type ReapContext, type ReapFailure, type StateChangeReport } from './reap-sandbox.js';
 import { REAPER_LOCK_KEY } from './sandbox-lock.js';
@@ -99,20 +100,4 @@ async function releaseQuietly(ctx: RoundContext, lock: Lock): Promise<void> {
     // Its TTL frees it anyway.
     ctx.logger.warn({ err }, 'could not release the reaper lock');
   }
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  fn: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next];
-      next += 1;
-      if (item !== undefined) await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

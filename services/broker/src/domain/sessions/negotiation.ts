@@ -13,6 +13,7 @@ import type { AuditContext } from '../audit/audit-trail.js';
 import { requireNegotiationScope, resolveActor } from './actor-resolution.js';
 import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
 import type { Acquired } from './sandbox-lifecycle.js';
+import { assertRoomForAgent } from './sandbox-quota.js';
 import {
   audited,
   clientPolicy,
@@ -128,7 +129,7 @@ async function acquire(
     const existing = await sandboxes.findLiveByScope(scope);
     if (existing === null) {
       if (mode === 'attach_only') throw notFound(family, `${named} has no sandbox session`);
-      await checkQuota(core, wanted.policy, scope.tenantId);
+      await assertRoomForAgent(sandboxes, wanted.policy, scope.tenantId);
       const created = await core.lifecycle.create(context, scope, creatorBinding(wanted), wanted.policy);
       if (created !== null) return created;
       continue; // another request created it first: attach to theirs
@@ -195,12 +196,4 @@ async function bind(
     }
   }
   return null;
-}
-
-async function checkQuota(core: SessionCore, policy: EffectivePolicy, tenantId: string): Promise<void> {
-  // A soft limit: concurrent creations may overshoot it by a few, never by a lot.
-  const live = await core.repositories.sandboxes.countLive(tenantId);
-  if (live >= policy.maxSandboxes) {
-    throw new SbxError('FORBIDDEN', `this tenant already has ${live} live sandboxes, its limit`);
-  }
 }

@@ -1,12 +1,14 @@
 // Resuming an idle or suspended sandbox on attach (docs/lifecycle.md): under
 // the sandbox's lock, read the row again (the reaper may have moved it), start
-// the agent if it was suspended, and move it to active with a fresh lease.
+// the agent if it was suspended (within the tenant's quota of running agents),
+// and move it to active with a fresh lease.
 import { SbxError } from '@sbx/protocol';
 import type { SandboxProvider } from '../../providers/provider.js';
 import type { SandboxRecord, SandboxRepository } from '../../store/index.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import { auditSandbox } from './sandbox-audit.js';
 import type { SandboxLocks } from './sandbox-locks.js';
+import { assertRoomForAgent } from './sandbox-quota.js';
 import { providerFailure, sandboxStarting } from './session-errors.js';
 import { leaseUntil, type EffectivePolicy } from './session-policy.js';
 
@@ -21,7 +23,8 @@ export interface ResumeDeps {
 /**
  * The sandbox after resuming it, or as it now is when it was neither idle nor
  * suspended any more; null when it is gone. 423 when the lock stays taken
- * until `deadline`; 503 when the provider cannot start it.
+ * until `deadline`; 403 when the tenant already runs its limit of agents;
+ * 503 when the provider cannot start it.
  */
 export async function resumeSandbox(
   deps: ResumeDeps,
@@ -48,6 +51,7 @@ async function resumeHeld(
 ): Promise<SandboxRecord | null> {
   let urls = {};
   if (sandbox.state === 'suspended') {
+    await assertRoomForAgent(deps.sandboxes, policy, sandbox.tenantId);
     try {
       const dataplane = await deps.provider.start(sandbox.id);
       urls = { httpBaseUrl: dataplane.httpBaseUrl, wsBaseUrl: dataplane.wsBaseUrl };

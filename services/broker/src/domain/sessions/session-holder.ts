@@ -25,7 +25,7 @@ import {
   type SessionWithToken,
 } from './session-core.js';
 import { sandboxStarting, sessionExpired } from './session-errors.js';
-import { leaseUntil, tokenLifetime } from './session-policy.js';
+import { leaseUntil, tokenLifetime, type EffectivePolicy } from './session-policy.js';
 import { proveTokenPossession } from './token-possession.js';
 
 export interface RefreshOptions {
@@ -69,10 +69,12 @@ export function getSession(
 ): Promise<SessionState> {
   const subject: MutableAuditSubject = locatorSubject(locator);
   return audited(core, 'session.get', context, subject, async () => {
-    const { binding, sandbox } = await liveSession(core, context, locator, subject);
+    const found = await liveSession(core, context, locator, subject);
+    const { binding } = found;
+    const policy = await tenantPolicy(core, binding.tenantId);
+    const sandbox = await withDataplane(core, context, found.sandbox, policy, binding.id);
     // A sandbox still provisioning has no dataplane to show yet.
     if (sandbox.httpBaseUrl === null || sandbox.wsBaseUrl === null) throw sandboxStartingOrGone(sandbox);
-    const policy = await tenantPolicy(core, binding.tenantId);
     return { binding, sandbox, policy, isolation: core.provider.isolation };
   });
 }
@@ -170,6 +172,25 @@ export function releaseSession(
     });
     await core.lifecycle.destroy(context, outcome.terminated);
   });
+}
+
+/**
+ * A suspended sandbox has no dataplane (its agent is stopped, docs/lifecycle.md):
+ * a holder asking where its sandbox is gets it resumed rather than an address
+ * nobody listens at. Past its hard TTL it is over, as for a heartbeat.
+ */
+async function withDataplane(
+  core: SessionCore,
+  context: AuditContext,
+  sandbox: SandboxRecord,
+  policy: EffectivePolicy,
+  bindingId: string,
+): Promise<SandboxRecord> {
+  if (sandbox.state !== 'suspended') return sandbox;
+  if (sandbox.hardExpiresAt.getTime() <= core.now()) throw sessionExpired(bindingId);
+  const resumed = await core.lifecycle.ready(context, sandbox, policy);
+  if (resumed === null) throw sessionExpired(bindingId);
+  return resumed;
 }
 
 function sandboxStartingOrGone(sandbox: SandboxRecord): SbxError {
