@@ -234,3 +234,22 @@ async function waitForPids(marker: string): Promise<number[]> {
   }
   throw new Error(`no process with ${marker} appeared`);
 }
+
+asRoot('a root broker without bubblewrap', () => {
+  it('still never runs user code as root: each sandbox has its own unprivileged host user', async () => {
+    const kit = await startLocalKit({ isolation: 'none', dataDir: newDataDirOutsideTmp() });
+    try {
+      const spec = contractSpec();
+      const door = { spec, dataplane: (await kit.provider.create(spec)).dataplane };
+      const result = await exec(
+        door,
+        'id -u; cat /etc/shadow >/dev/null 2>&1 || echo shadow-denied; touch made',
+      );
+      const hostUid = recordOf(kit, door).hostUid;
+      expect(hostUid).toBeGreaterThanOrEqual(200_000);
+      expect(result.stdout).toBe(`${hostUid}\nshadow-denied\n`);
+    } finally {
+      await kit.dispose();
+    }
+  });
+});
