@@ -3,10 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { TEST_SANDBOX_UID } from '../support/agent-harness.js';
+import { agentListening } from '../support/agent-listening.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const runsAsRoot = process.getuid?.() === 0;
@@ -42,17 +42,7 @@ describe.each(['direct', 'bubblewrap'])('agent process started with a stray desc
       // fd 20, a pipe the child inherits without close-on-exec (Node itself only marks fds 0-15).
       stdio: ['ignore', 'pipe', 'pipe', ...Array<'ignore'>(17).fill('ignore'), 'pipe'],
     });
-    const lines = createInterface({ input: child.stdout! });
-    url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('agent did not start')), 20_000);
-      lines.on('line', (line) => {
-        const record = JSON.parse(line) as { msg?: string; url?: string };
-        if (record.msg === 'agent listening' && record.url !== undefined) {
-          clearTimeout(timer);
-          resolve(record.url);
-        }
-      });
-    });
+    url = await agentListening(child);
   });
 
   afterAll(() => {

@@ -3,10 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { WebSocket } from 'ws';
+import { agentListening } from '../support/agent-listening.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 
@@ -32,18 +32,7 @@ describe('agent process', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const lines = createInterface({ input: child.stdout! });
-    url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`agent did not start: ${stdout.join('')}`)), 20_000);
-      lines.on('line', (line) => {
-        stdout.push(line);
-        const record = JSON.parse(line) as { msg?: string; url?: string };
-        if (record.msg === 'agent listening' && record.url !== undefined) {
-          clearTimeout(timer);
-          resolve(record.url);
-        }
-      });
-    });
+    url = await agentListening(child, stdout);
   });
 
   afterAll(() => {
