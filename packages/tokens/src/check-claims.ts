@@ -43,7 +43,7 @@ export function checkClaims(
     ...(sessionId === undefined ? {} : { session_id: sessionId }),
     jti,
     iat,
-    nbf,
+    ...(nbf === undefined ? {} : { nbf }),
     exp,
   });
   return Object.freeze({
@@ -56,15 +56,16 @@ export function checkClaims(
 
 interface TokenTimes {
   readonly iat: number;
-  readonly nbf: number;
+  readonly nbf: number | undefined;
   readonly exp: number;
 }
 
 function checkTimes(payload: Record<string, unknown>, rules: ClaimRules, now: number): TokenTimes {
   const iat = numericDate(payload['iat'], 'iat');
-  const nbf = numericDate(payload['nbf'], 'nbf');
+  // Optional (RFC 7519 §4.1.5): the seed's claim set has none; when present it must be well formed.
+  const nbf = payload['nbf'] === undefined ? undefined : numericDate(payload['nbf'], 'nbf');
   const exp = numericDate(payload['exp'], 'exp');
-  const start = Math.min(iat, nbf);
+  const start = nbf === undefined ? iat : Math.min(iat, nbf);
   if (exp <= start) throw new TokenError('malformed', 'token expires before it starts');
   if (exp - start > rules.maxTtlSeconds) {
     throw new TokenError('ttl_too_long', `token lifetime exceeds ${rules.maxTtlSeconds} seconds`);
@@ -79,7 +80,8 @@ function checkTimes(payload: Record<string, unknown>, rules: ClaimRules, now: nu
 /**
  * nbf, then exp, against the clock with the tolerance, before any other claim: a token with
  * several faults is refused for the reason it always was (these checks and their order are the
- * ones jsonwebtoken made when it verified for us). An absent value is judged by checkTimes.
+ * ones jsonwebtoken made when it verified for us). An absent nbf is allowed; an absent exp is
+ * refused by checkTimes.
  */
 function checkValidityWindow(payload: Record<string, unknown>, tolerance: number, now: number): void {
   const { nbf, exp } = payload;

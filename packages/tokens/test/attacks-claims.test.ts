@@ -84,11 +84,36 @@ describe('not before and issued at', () => {
     expect(refusalOf(verifierA, signed({ iat: NOW + 120, nbf: NOW, exp: NOW + 300 }))).toBe('not_yet_valid');
   });
 
-  it('requires iat and nbf as whole numbers', () => {
+  it('requires iat as a whole number', () => {
     expect(refusalOf(verifierA, signed({ iat: undefined }))).toBe('malformed');
-    expect(refusalOf(verifierA, signed({ nbf: undefined }))).toBe('malformed');
     expect(refusalOf(verifierA, signed({ iat: String(NOW) }))).toBe('malformed');
-    expect(refusalOf(verifierA, signed({ nbf: String(NOW) }))).toBe('malformed');
+    expect(refusalOf(verifierA, signed({ iat: undefined, nbf: undefined }))).toBe('malformed');
+  });
+
+  it('accepts a token without nbf (RFC 7519 §4.1.5: optional), returning no nbf', () => {
+    const verified = verifierA.verify(signed({ nbf: undefined }));
+    expect(verified.claims).toEqual(goodClaims({ nbf: undefined }));
+    expect('nbf' in verified.claims).toBe(false);
+  });
+
+  it('still requires exp when nbf is absent', () => {
+    expect(refusalOf(verifierA, signed({ nbf: undefined, exp: undefined }))).toBe('malformed');
+  });
+
+  it('refuses a present nbf that is not a whole number of seconds, saying so', () => {
+    for (const nbf of [String(NOW), NOW + 0.5, -1, null, true, { n: NOW }]) {
+      const error = refusalError(verifierA, signed({ nbf }));
+      expect({ nbf, reason: error?.reason, message: error?.message }).toEqual({
+        nbf,
+        reason: 'malformed',
+        message: 'token nbf must be a whole number of seconds',
+      });
+    }
+  });
+
+  it('accepts a past nbf, and a future one within the skew', () => {
+    expect(verifierA.verify(signed({ nbf: NOW - 60 })).claims.nbf).toBe(NOW - 60);
+    expect(verifierA.verify(signed({ nbf: NOW + 29 })).claims.nbf).toBe(NOW + 29);
   });
 
   it('refuses a token that ends before it starts', () => {
@@ -100,6 +125,11 @@ describe('lifetime', () => {
   it('refuses exp - iat above maxTtlSeconds, accepts exactly the max', () => {
     expect(refusalOf(verifierA, signed({ exp: NOW + MAX_TTL + 1 }))).toBe('ttl_too_long');
     expect(verifierA.verify(signed({ exp: NOW + MAX_TTL })).claims.exp).toBe(NOW + MAX_TTL);
+  });
+
+  it('measures the lifetime from iat when there is no nbf', () => {
+    expect(refusalOf(verifierA, signed({ nbf: undefined, exp: NOW + MAX_TTL + 1 }))).toBe('ttl_too_long');
+    expect(verifierA.verify(signed({ nbf: undefined, exp: NOW + MAX_TTL })).claims.exp).toBe(NOW + MAX_TTL);
   });
 
   it('measures the lifetime from the earlier of iat and nbf', () => {

@@ -143,6 +143,75 @@ describe('what jsonwebtoken signs our way, we accept', () => {
   });
 });
 
+describe('the seed’s minimal claim set, minted by jsonwebtoken', () => {
+  /**
+   * Minted the way a seed-following broker does: jsonwebtoken writes sub, aud, jti, iss and exp
+   * from its options (exp from iat, given so it follows our test clock, not Date.now), and no nbf
+   * unless asked. iss is not in the seed's list but the verifier pins it (D3), so it is configured.
+   */
+  const SEED_SIGN_OPTIONS: jwt.SignOptions = {
+    subject: 'user_xyz',
+    audience: SANDBOX_A,
+    issuer: ISSUER,
+    jwtid: 'tok_seed',
+  };
+
+  function seedPayload(iat = NOW): object {
+    return { scope: 'fs:rw shell', thread_id: 'thr_456', iat };
+  }
+
+  function seedMint(options: jwt.SignOptions = {}, iat = NOW): string {
+    return referenceSign(seedPayload(iat), { ...SEED_SIGN_OPTIONS, expiresIn: 300, ...options });
+  }
+
+  const SEED_CLAIMS = {
+    iss: ISSUER,
+    sub: 'user_xyz',
+    aud: SANDBOX_A,
+    scope: 'fs:rw shell',
+    thread_id: 'thr_456',
+    jti: 'tok_seed',
+    iat: NOW,
+    exp: NOW + 300,
+  };
+
+  it('verifies a token with sub, aud, scope, thread_id, exp, iat, jti and no nbf', () => {
+    const token = seedMint();
+    expect(jwt.decode(token, { complete: true })).toMatchObject({
+      header: { alg: 'HS256', typ: 'sbx-cap+jwt' },
+      payload: SEED_CLAIMS,
+    });
+    expect(referenceVerify(token)).toEqual(SEED_CLAIMS);
+    const verified = verifier.verify(token);
+    expect(verified.claims).toEqual(SEED_CLAIMS);
+    expect(verified.scopes).toEqual(['fs:rw', 'shell']);
+    expect(verified.expiresAt.getTime()).toBe((NOW + 300) * 1000);
+  });
+
+  it('refuses it with a future nbf beyond the skew, as jsonwebtoken does', () => {
+    const token = seedMint({ notBefore: 31 });
+    expect(jwt.decode(token)).toMatchObject({ nbf: NOW + 31 });
+    expect(() => referenceVerify(token)).toThrow('jwt not active');
+    expect(refusalOf(verifier, token)).toBe('not_yet_valid');
+  });
+
+  it('accepts it with a past nbf or a future one within the skew, as jsonwebtoken does', () => {
+    for (const notBefore of [-60, 0, 30]) {
+      const token = seedMint({ notBefore });
+      expect(referenceVerify(token)).toEqual({ ...SEED_CLAIMS, nbf: NOW + notBefore });
+      expect(verifier.verify(token).claims).toEqual({ ...SEED_CLAIMS, nbf: NOW + notBefore });
+    }
+  });
+
+  it('still refuses it without exp, with a lifetime above the maximum, or expired', () => {
+    const unbounded = referenceSign(seedPayload(), SEED_SIGN_OPTIONS);
+    expect(jwt.decode(unbounded)).not.toHaveProperty('exp');
+    expect(refusalOf(verifier, unbounded)).toBe('malformed');
+    expect(refusalOf(verifier, seedMint({ expiresIn: MAX_TTL + 1 }))).toBe('ttl_too_long');
+    expect(refusalOf(verifier, seedMint({}, NOW - 400))).toBe('expired');
+  });
+});
+
 describe('what jsonwebtoken signs otherwise, we refuse', () => {
   it('refuses HS384 and HS512 with our typ, validly signed with the same key', () => {
     for (const algorithm of ['HS384', 'HS512'] as const) {
