@@ -9,6 +9,7 @@ import {
   type EnvRule,
   type Environment,
 } from '@sbx/service-kit';
+import { apiKeyWeakness } from './domain/auth/api-key-strength.js';
 
 /** `<repository>/.data/broker`, whatever the working directory (pnpm runs scripts in the package's). */
 const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../.data/broker', import.meta.url));
@@ -21,12 +22,13 @@ const BrokerEnv = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
   BROKER_MASTER_KEY: envKeyMaterial(32).optional(),
+  // Any strong secret: operators generate it with their own tools (openssl, Kubernetes, Vault).
   BROKER_BOOTSTRAP_API_KEY: z
     .string()
-    .regex(
-      /^sbk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/,
-      'must be an API key: sbk_<12 hex digits>_<43 base64url characters>',
-    )
+    .superRefine((key, ctx) => {
+      const weakness = apiKeyWeakness(key);
+      if (weakness !== undefined) ctx.addIssue({ code: 'custom', message: weakness });
+    })
     .optional(),
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).optional(),

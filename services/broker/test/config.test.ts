@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@sbx/service-kit';
 import { loadBrokerConfig } from '../src/config.js';
+import { OPERATOR_SECRETS } from './auth/operator-secrets.js';
 
 function problemsOf(env: Record<string, string>): readonly string[] {
   try {
@@ -62,6 +63,29 @@ describe('broker configuration', () => {
       ].toSorted(),
     );
     expect(problems.join('\n')).not.toMatch(/hunter2|secret-host/);
+  });
+
+  it.each(Object.entries(OPERATOR_SECRETS))(
+    'accepts an operator-chosen BROKER_BOOTSTRAP_API_KEY: %s',
+    (_name, make) => {
+      const secret = make();
+      expect(loadBrokerConfig({ BROKER_BOOTSTRAP_API_KEY: secret }).bootstrapApiKey).toBe(secret);
+    },
+  );
+
+  it.each([
+    ['40 times the same letter', 'a'.repeat(40)],
+    ['digits in sequence', '0123456789'.repeat(4)],
+    ['the alphabet in sequence', 'abcdefghijklmnopqrstuvwxyz0123456789ABCD'],
+    ['a short word repeated', 'Password123Password123Password123'],
+    ['20 random characters', randomBytes(10).toString('hex')],
+    ['a secret with a dot', `${randomBytes(20).toString('hex')}.${randomBytes(4).toString('hex')}`],
+  ])('refuses a weak BROKER_BOOTSTRAP_API_KEY, saying how to make one: %s', (_name, secret) => {
+    const problems = problemsOf({ BROKER_BOOTSTRAP_API_KEY: secret });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^BROKER_BOOTSTRAP_API_KEY: /);
+    expect(problems[0]).toContain('openssl rand -hex 32');
+    expect(problems[0]).not.toContain(secret);
   });
 
   it('takes rate limits per principal from the environment and refuses a zero limit', () => {

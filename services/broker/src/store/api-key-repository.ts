@@ -1,6 +1,14 @@
 // API keys: `sbk_<prefix>_<secret>`. The prefix is stored in clear to find the
 // row; of the secret only its SHA-256 is stored, and a presented key is checked
 // against it in constant time. The plaintext key exists once, in create()'s result.
+//
+// An operator may also choose a key of any other shape (BROKER_BOOTSTRAP_API_KEY
+// from `openssl rand -hex 32`, a Kubernetes secret, Vault). It carries no prefix,
+// so its row is found under one derived from it: `op_` and 16 hex digits of a
+// domain-separated SHA-256 of the whole key. That id cannot be a structured
+// prefix (12 hex digits, no `_`), reveals nothing the stored hash does not, and
+// the whole key is then hashed and compared exactly like a structured secret.
+// A key in the structured format is always read as one, whoever chose it.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { SbxError } from '@sbx/protocol';
 import type { ApiKey, PrismaClient, PrincipalType } from './generated/client.js';
@@ -28,11 +36,47 @@ const KEY_PATTERN = /^sbk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
 const PREFIX_BYTES = 6; // 12 hex characters
 const SECRET_BYTES = 32; // 43 base64url characters
 const PREFIX_ATTEMPTS = 3;
+/** What an operator-chosen key may be: bearer-token characters (RFC 6750), base64 padding, no dot. */
+const OPERATOR_KEY_PATTERN = /^[A-Za-z0-9_~+/-]+={0,2}$/;
+export const OPERATOR_KEY_MIN_LENGTH = 32;
+export const OPERATOR_KEY_MAX_LENGTH = 512;
+const OPERATOR_ID_CONTEXT = 'sbx operator api key id\n';
 
 /** Splits a key into prefix and secret; null when it does not have the key format. */
 export function parseApiKey(key: string): { prefix: string; secret: string } | null {
   const match = KEY_PATTERN.exec(key);
   return match?.[1] === undefined || match[2] === undefined ? null : { prefix: match[1], secret: match[2] };
+}
+
+/** Whether `key` has the shape of an operator-chosen key (its strength is checked at configuration). */
+export function isOperatorKeyShape(key: string): boolean {
+  return (
+    key.length >= OPERATOR_KEY_MIN_LENGTH &&
+    key.length <= OPERATOR_KEY_MAX_LENGTH &&
+    OPERATOR_KEY_PATTERN.test(key)
+  );
+}
+
+/**
+ * The stored prefix that finds the key's row and the part of it that is hashed:
+ * a structured key's own prefix and secret, or for an operator-chosen key a
+ * prefix derived from the whole key and the whole key. Null: no such key can exist.
+ */
+export function locateApiKey(key: string): { prefix: string; secret: string } | null {
+  const parsed = parseApiKey(key);
+  if (parsed !== null) return parsed;
+  if (!isOperatorKeyShape(key)) return null;
+  const id = createHash('sha256')
+    .update(OPERATOR_ID_CONTEXT + key, 'utf8')
+    .digest('hex');
+  return { prefix: `op_${id.slice(0, 16)}`, secret: key };
+}
+
+/** A new key in the broker's own format; nothing is stored. */
+export function generateApiKey(): { key: string; prefix: string; secret: string } {
+  const prefix = randomBytes(PREFIX_BYTES).toString('hex');
+  const secret = randomBytes(SECRET_BYTES).toString('base64url');
+  return { key: `sbk_${prefix}_${secret}`, prefix, secret };
 }
 
 function hashSecret(secret: string): Buffer {
@@ -48,8 +92,7 @@ export class ApiKeyRepository {
 
   async create(input: NewApiKey): Promise<CreatedApiKey> {
     for (let attempt = 1; ; attempt++) {
-      const prefix = randomBytes(PREFIX_BYTES).toString('hex');
-      const secret = randomBytes(SECRET_BYTES).toString('base64url');
+      const { key, prefix, secret } = generateApiKey();
       try {
         const row = await this.prisma.apiKey.create({
           data: {
@@ -63,7 +106,7 @@ export class ApiKeyRepository {
             name: input.name ?? null,
           },
         });
-        return { key: `sbk_${prefix}_${secret}`, record: withoutHash(row) };
+        return { key, record: withoutHash(row) };
       } catch (err) {
         // A 48-bit prefix collides about never; draw again rather than fail.
         if (isUniqueViolation(err, 'api_keys_prefix_key') && attempt < PREFIX_ATTEMPTS) continue;
@@ -74,13 +117,17 @@ export class ApiKeyRepository {
 
   /**
    * Stores a key chosen outside the broker (BROKER_BOOTSTRAP_API_KEY) as create() would
-   * store a random one. Idempotent: the same key again returns the stored record, so a
-   * revoked bootstrap key stays revoked; another key with the same prefix is refused.
+   * store a random one, structured or operator-chosen (see locateApiKey). Idempotent: the
+   * same key again returns the stored record, so a revoked bootstrap key stays revoked;
+   * another key with the same prefix is refused.
    */
   async importKey(key: string, identity: NewApiKey): Promise<ApiKeyRecord> {
-    const parsed = parseApiKey(key);
+    const parsed = locateApiKey(key);
     if (parsed === null)
-      throw new SbxError('BAD_REQUEST', 'api key does not have the sbk_<prefix>_<secret> format');
+      throw new SbxError(
+        'BAD_REQUEST',
+        'api key is neither sbk_<prefix>_<secret> nor a 32-512 character secret',
+      );
     const hash = hashSecret(parsed.secret);
     const row = await guard('import api key', () =>
       this.prisma.apiKey.upsert({
@@ -115,10 +162,10 @@ export class ApiKeyRepository {
   /**
    * The key's record when `key` is a well-formed, unrevoked key whose secret
    * matches the stored hash; null otherwise (callers answer UNAUTHENTICATED
-   * without saying which check failed).
+   * without saying which check failed). A key of neither shape costs no lookup.
    */
   async verify(key: string): Promise<ApiKeyRecord | null> {
-    const parsed = parseApiKey(key);
+    const parsed = locateApiKey(key);
     if (parsed === null) return null;
     const presented = hashSecret(parsed.secret);
     const row = await guard('find api key', () =>

@@ -1,5 +1,7 @@
 // Who is calling: an `Authorization: Bearer …` header to a Principal.
-// `sbk_…` is an API key, checked against the store; anything else is an OIDC
+// `sbk_…` is an API key, checked against the store; so is any other credential
+// without a dot, because an operator-chosen key (BROKER_BOOTSTRAP_API_KEY) has
+// no prefix and a compact JWS always has dots. A dotted credential is an OIDC
 // access token when an issuer is configured. No message here ever contains the
 // credential.
 //
@@ -81,9 +83,9 @@ export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): Caller
 
   async function authenticate(authorization: string | undefined): Promise<Principal> {
     const credential = bearerCredentialOf(authorization);
-    if (credential.startsWith(API_KEY_PREFIX)) return byApiKey(credential);
+    if (credential.startsWith(API_KEY_PREFIX) || !credential.includes('.')) return byApiKey(credential);
     if (deps.oidc === undefined) {
-      throw new SbxError('UNAUTHENTICATED', 'bearer credential must be an API key (sbk_…)');
+      throw new SbxError('UNAUTHENTICATED', 'bearer credential must be an API key');
     }
     return deps.oidc.verify(credential);
   }

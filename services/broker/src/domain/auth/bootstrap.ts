@@ -1,7 +1,9 @@
 // The first admin credential, so a fresh broker can be administered at all.
 //  - BROKER_BOOTSTRAP_API_KEY set: that exact key is imported at every start
-//    (idempotent) as a cross-tenant admin key. It must already have the store's
-//    key format, because it is verified like any other key.
+//    (idempotent) as a cross-tenant admin key, stored hashed like any other. It
+//    is either a key in the broker's format (`pnpm … new-api-key` prints one) or
+//    a secret the operator generated with their own tools, refused when it is
+//    short or obviously weak (api-key-strength.ts; config.ts checks it first).
 //  - Embedded mode without one: on first start an admin key is generated and
 //    returned for the caller to print once; a marker file (mode 0600, without
 //    the key) records that, so later starts neither print nor mint another. If
@@ -11,12 +13,8 @@ import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CALLER_SCOPES } from '@sbx/protocol';
 import { ConfigError } from '@sbx/service-kit';
-import {
-  parseApiKey,
-  type ApiKeyRecord,
-  type CreatedApiKey,
-  type NewApiKey,
-} from '../../store/api-key-repository.js';
+import type { ApiKeyRecord, CreatedApiKey, NewApiKey } from '../../store/api-key-repository.js';
+import { apiKeyWeakness } from './api-key-strength.js';
 import { DEFAULT_TENANT_ID } from './principal.js';
 
 /** Every caller scope: an admin key can also read, write, exec and attach. */
@@ -29,22 +27,19 @@ export const ADMIN_KEY_IDENTITY = Object.freeze({
 
 export const GENERATED_KEY_MARKER = 'generated-admin-key.json';
 
-const KEY_FORMAT_HINT =
-  'BROKER_BOOTSTRAP_API_KEY: must have the form sbk_<12 lowercase hex>_<43 base64url>; generate one with ' +
-  `node -e "const c=require('node:crypto');console.log('sbk_'+c.randomBytes(6).toString('hex')+'_'+c.randomBytes(32).toString('base64url'))"`;
-
 /** Stores a key chosen outside the broker, exactly as create() would store a random one. */
 export interface ApiKeyImporter {
   /**
-   * Keeps the key's prefix and the SHA-256 of its secret. Idempotent: importing
-   * the same key again returns the stored record unchanged, so a revoked
-   * bootstrap key stays revoked across restarts.
+   * Keeps the key's prefix (or one derived from an operator-chosen key) and the
+   * SHA-256 of its secret. Idempotent: importing the same key again returns the
+   * stored record unchanged, so a revoked bootstrap key stays revoked across restarts.
    */
   importKey(key: string, identity: NewApiKey): Promise<ApiKeyRecord>;
 }
 
 export async function importBootstrapKey(key: string, importer: ApiKeyImporter): Promise<ApiKeyRecord> {
-  if (parseApiKey(key) === null) throw new ConfigError('broker', [KEY_FORMAT_HINT]);
+  const weakness = apiKeyWeakness(key);
+  if (weakness !== undefined) throw new ConfigError('broker', [`BROKER_BOOTSTRAP_API_KEY: ${weakness}`]);
   return importer.importKey(key, { ...ADMIN_KEY_IDENTITY, name: 'bootstrap admin' });
 }
 
