@@ -5,3 +5,4 @@ export * from './http.js';
 export * from './bubblewrap.js';
 export * from './sandbox-namespace.js';
 export * from './inherited-descriptors.js';
+export * from './agent-env.js';

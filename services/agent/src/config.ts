@@ -1,65 +1,6 @@
 import path from 'node:path';
-import { z } from 'zod';
-import {
-  envBoolean,
-  envKeyMaterial,
-  envLogLevel,
-  envPort,
-  parseEnv,
-  type EnvRule,
-  type Environment,
-} from '@sbx/service-kit';
-
-const MIN_KEY_BYTES = 32;
-
-const bytes = (fallback: number) =>
-  z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).default(fallback);
-const count = (fallback: number) => z.coerce.number().int().min(1).max(10_000).default(fallback);
-const unixId = z.coerce.number().int().min(1).max(2_147_483_647).optional();
-
-const AgentEnv = z.object({
-  SANDBOX_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be a sandbox id (letters, digits, _ . : -)'),
-  SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
-  SANDBOX_SIGNING_KEY_FILE: z.string().optional(),
-  SANDBOX_TOKEN_ISSUER: z.string().min(1).default('sbx-broker'),
-  KEY_ROTATION_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
-  WORKSPACE_ROOT: z.string().default('/workspace'),
-  HOST: z.string().default('0.0.0.0'),
-  PORT: envPort(8080),
-  LOG_LEVEL: envLogLevel,
-  WS_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  AGENT_LEGACY_ENDPOINTS: envBoolean(false),
-  AGENT_LAUNCHER: z.enum(['direct', 'bubblewrap']).default('direct'),
-  AGENT_BWRAP_PATH: z.string().default('/usr/bin/bwrap'),
-  AGENT_NETWORK: envBoolean(true),
-  AGENT_HIDE_PATHS: z.string().optional(),
-  AGENT_SLIRP4NETNS_PATH: z.string().default('/usr/bin/slirp4netns'),
-  AGENT_CGROUPS: z.string().optional(),
-  AGENT_RUN_AS_UID: unixId,
-  AGENT_RUN_AS_GID: unixId,
-  AGENT_FILES_MAX_UPLOAD_BYTES: bytes(1024 ** 3),
-  AGENT_MAX_PROCESSES: count(32),
-  AGENT_EXEC_MAX_STDOUT_BYTES: bytes(256 * 1024),
-  AGENT_EXEC_MAX_STDERR_BYTES: bytes(32 * 1024),
-  AGENT_EXEC_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(100).max(86_400_000).default(300_000),
-  AGENT_PROCESS_OUTPUT_BUFFER_BYTES: bytes(1024 ** 2),
-  AGENT_LEGACY_INTERPRETER: z.string().optional(),
-  AGENT_MAX_SHELLS: count(16),
-  AGENT_SHELL_IDLE_GRACE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
-  AGENT_SHELL_SCROLLBACK_BYTES: bytes(1024 ** 2),
-  AGENT_SHELL: z.string().optional(),
-});
-
-const agentRules: readonly EnvRule[] = [
-  (env) =>
-    (env['SANDBOX_SIGNING_KEY'] === undefined) === (env['SANDBOX_SIGNING_KEY_FILE'] === undefined)
-      ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY or SANDBOX_SIGNING_KEY_FILE'
-      : undefined,
-  (env) =>
-    (env['AGENT_RUN_AS_UID'] === undefined) !== (env['AGENT_RUN_AS_GID'] === undefined)
-      ? 'AGENT_RUN_AS_GID: AGENT_RUN_AS_UID and AGENT_RUN_AS_GID go together'
-      : undefined,
-];
+import type { z } from 'zod';
+import { AgentEnv, agentEnvRules, parseEnv, type Environment } from '@sbx/service-kit';
 
 export interface RunAs {
   readonly uid: number;
@@ -133,7 +74,7 @@ function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
 
 /** The agent's only reader of the environment. */
 export function loadAgentConfig(env: Environment = process.env): AgentConfig {
-  const parsed = parseEnv('agent', AgentEnv, env, agentRules);
+  const parsed = parseEnv('agent', AgentEnv, env, agentEnvRules);
   const keyFile = parsed.SANDBOX_SIGNING_KEY_FILE;
   return {
     sandboxId: parsed.SANDBOX_ID,

@@ -1,3 +1,4 @@
+import type { AgentEnvVariables } from '@sbx/service-kit';
 import type { LocalIsolation } from './isolation.js';
 import type { SandboxRecord, SandboxPaths } from './sandbox-layout.js';
 
@@ -21,9 +22,9 @@ export interface AgentEnvironmentInput {
  * (a root broker), never as the agent's. Under bubblewrap the hidden paths become empty
  * tmpfs mounts before the workspace is bound back in.
  */
-export function agentEnvironment(input: AgentEnvironmentInput): Record<string, string> {
+export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariables {
   const { record, paths } = input;
-  const base: Record<string, string> = {
+  const base: AgentEnvVariables = {
     SANDBOX_ID: record.sandboxId,
     SANDBOX_SIGNING_KEY_FILE: paths.keyFile,
     SANDBOX_TOKEN_ISSUER: record.tokenIssuer,
