@@ -4,6 +4,12 @@ export interface BubblewrapConfinement {
   readonly workspaceRoot: string;
   /** Host paths to hide behind an empty tmpfs (e.g. the broker's data directory). */
   readonly hidePaths?: readonly string[];
+  /**
+   * Bind the host's devpts (programs inside may then open terminals of their own). Only
+   * where every sandbox has a host user of its own: a terminal there is usable by its
+   * owner alone, while sandboxes sharing one user could write to each other's shells.
+   */
+  readonly hostTerminals?: boolean;
 }
 
 /** Who user code is inside every sandbox: an ordinary user, never root (docs/security.md). */
@@ -14,16 +20,17 @@ export const SANDBOX_GID = 1000;
  * Device nodes bound from the host one by one. `--dev /dev` would mount a devpts, which
  * makes bubblewrap map the caller to root in an outer user namespace and nest the real
  * one inside it; nsenter could then not join the sandbox's other namespaces, owned by
- * the outer one. The host's devpts is bound instead: a terminal there is only usable by
- * the user it belongs to.
+ * the outer one. A shell's own terminal needs no node here: it is inherited as stdio.
  */
-const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty', 'ptmx', 'pts'];
+const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
+const TERMINAL_DEVICES = ['ptmx', 'pts'];
 
-function deviceArgs(): string[] {
+function deviceArgs(hostTerminals: boolean): string[] {
+  const devices = hostTerminals ? [...DEVICES, ...TERMINAL_DEVICES] : DEVICES;
   return [
     '--tmpfs',
     '/dev',
-    ...DEVICES.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
+    ...devices.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
     ...[
       ['/proc/self/fd', '/dev/fd'],
       ['/proc/self/fd/0', '/dev/stdin'],
@@ -65,9 +72,12 @@ export function bubblewrapConfinementArgs(options: BubblewrapConfinement): strin
     '--ro-bind',
     '/',
     '/',
-    ...deviceArgs(),
+    ...deviceArgs(options.hostTerminals ?? false),
     '--proc',
     '/proc',
+    // The host's cgroup tree would list every sandbox on the host and its usage.
+    '--tmpfs',
+    '/sys/fs/cgroup',
     '--tmpfs',
     '/tmp',
     '--tmpfs',

@@ -148,7 +148,8 @@ const READY_LINE = 'echo sandbox-ready; exec sleep infinity';
  * directories above it are traversable, not listable; docs/security.md).
  */
 function spawnHolder(options: SandboxNamespaceOptions): ChildProcess {
-  const args = [...bubblewrapConfinementArgs(options), '--info-fd', '3'];
+  const hostTerminals = options.runAs !== undefined;
+  const args = [...bubblewrapConfinementArgs({ ...options, hostTerminals }), '--info-fd', '3'];
   // A user-mode network answers DNS at 10.0.2.3; the host's resolver address means nothing inside.
   if (options.network) args.push('--ro-bind-data', '4', '/etc/resolv.conf');
   // The line tells that the mounts are done: bwrap reports the init's pid before it sets them up.
@@ -170,52 +171,50 @@ function spawnHolder(options: SandboxNamespaceOptions): ChildProcess {
 
 /** bwrap writes `{"child-pid": …}` on the info fd once the namespaces exist. */
 async function holderInitPid(holder: ChildProcess): Promise<number> {
-  const stderr = readAll(holder.stderr);
+  const stderr = captured(holder.stderr, () => false);
   const exitedEarly = once(holder, 'exit').then(() => undefined);
-  const infoFd = holder.stdio[3];
-  const info = firstInfo(infoFd instanceof Readable ? infoFd : null);
-  const ready = readyLine(holder.stdout);
-  const [parsed, isReady] = await Promise.race([
-    Promise.all([info, ready]),
-    exitedEarly.then(() => [undefined, false] as const),
+  const info = captured(streamOf(holder.stdio[3]), (text) => parseInfo(text) !== undefined);
+  const ready = captured(holder.stdout, (text) => text.includes('sandbox-ready\n'));
+  const [hasInfo, isReady] = await Promise.race([
+    Promise.all([info.found, ready.found]),
+    exitedEarly.then(() => [false, false] as const),
   ]);
-  if (parsed !== undefined && isReady) return parsed['child-pid'];
+  const parsed = parseInfo(info.text());
+  if (hasInfo && isReady && parsed !== undefined) return parsed['child-pid'];
   killGroup(holder);
-  const reason = (await Promise.race([stderr, exitedEarly])) ?? '';
+  await Promise.race([stderr.found, exitedEarly]);
   throw new SbxError(
     'PROVIDER_UNAVAILABLE',
-    `the sandbox could not be created: ${reason.trim() || 'bwrap ended before the sandbox existed'}`,
+    `the sandbox could not be created: ${stderr.text().trim() || 'bwrap ended before the sandbox existed'}`,
   );
 }
 
-/** Resolves with the info document as soon as it parses (bwrap may keep the fd open). */
-function firstInfo(stream: Readable | null): Promise<HolderInfo | undefined> {
-  return new Promise((resolve) => {
-    if (stream === null) return resolve(undefined);
-    let text = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk: string) => {
-      text += chunk;
-      const parsed = parseInfo(text);
-      if (parsed !== undefined) resolve(parsed);
-    });
-    stream.on('end', () => resolve(parseInfo(text)));
-    stream.on('error', () => resolve(undefined));
-  });
+function streamOf(stdio: unknown): Readable | null {
+  return stdio instanceof Readable ? stdio : null;
 }
 
-function readyLine(stream: Readable | null): Promise<boolean> {
-  return new Promise((resolve) => {
+/** The holder prints a line or two: anything past this is not kept (nor is anything after start). */
+const CAPTURE_LIMIT = 4096;
+
+/**
+ * The first bytes of a stream, and whether `test` held for them before it ended. The
+ * stream is drained to its end without keeping more, so a sandbox writing to it cannot
+ * grow the agent's memory.
+ */
+function captured(stream: Readable | null, test: (text: string) => boolean) {
+  let text = '';
+  const found = new Promise<boolean>((resolve) => {
     if (stream === null) return resolve(false);
-    let text = '';
     stream.setEncoding('utf8');
     stream.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.includes('sandbox-ready\n')) resolve(true);
+      if (text.length >= CAPTURE_LIMIT) return;
+      text += chunk.slice(0, CAPTURE_LIMIT - text.length);
+      if (test(text)) resolve(true);
     });
-    stream.on('end', () => resolve(false));
+    stream.on('end', () => resolve(test(text)));
     stream.on('error', () => resolve(false));
   });
+  return { found, text: () => text };
 }
 
 function parseInfo(text: string): HolderInfo | undefined {
@@ -227,12 +226,4 @@ function parseInfo(text: string): HolderInfo | undefined {
   } catch {
     return undefined;
   }
-}
-
-async function readAll(stream: Readable | null): Promise<string> {
-  if (stream === null) return '';
-  let text = '';
-  stream.setEncoding('utf8');
-  for await (const chunk of stream) text += String(chunk);
-  return text;
 }

@@ -12,7 +12,7 @@ import {
 } from './agent-readiness.js';
 import type { LocalIsolation } from './isolation.js';
 import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
-import { limitedCommand } from './agent-limits.js';
+import { agentLaunchCommand } from './agent-command.js';
 import { sweepSandbox } from './process-sweep.js';
 import {
   assertSandboxId,
@@ -209,7 +209,7 @@ export class LocalProvider implements SandboxProvider {
     const limits = record.limits ?? DEFAULT_SANDBOX_LIMITS;
     const cgroups = (await this.#settings.cgroups?.create(sandboxId, limits)) ?? [];
     const agent = new AgentProcess({
-      command: limitedCommand(this.#settings.command, limits),
+      command: agentLaunchCommand(this.#settings.command, limits),
       env: agentEnvironment({
         record,
         paths,

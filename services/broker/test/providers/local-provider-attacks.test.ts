@@ -96,11 +96,14 @@ asRoot('a sandbox attacked from inside, with the broker running as root', () => 
         'cat /etc/shadow; echo "shadow=$?"',
         'ls /root; echo "root=$?"',
         'touch /usr/sbx-escape; echo "write-usr=$?"',
+        'echo "cgroups=$(ls -A /sys/fs/cgroup | wc -l)"',
         'ls /proc | grep -c "^[0-9]"',
       ].join('\n'),
     );
     for (const name of ['umount-tmp', 'umount-proc', 'remount', 'mount', 'shadow', 'root', 'write-usr'])
       expect(result.stdout).toMatch(new RegExp(`^${name}=[1-9]\\d*$`, 'm'));
+    // No sandbox learns of others through the host's cgroup tree.
+    expect(result.stdout).toMatch(/^cgroups=0$/m);
     // Only the sandbox's own processes are visible, never the broker's.
     expect(Number(result.stdout.trim().split('\n').at(-1))).toBeLessThan(10);
     expect(existsSync('/usr/sbx-escape')).toBe(false);
