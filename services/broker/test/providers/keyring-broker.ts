@@ -2,6 +2,7 @@
 // a broker started from a login session would be: opens a local provider, creates two
 // sandboxes, and prints what user code in them finds in its session keyring.
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { createLogger } from '@sbx/service-kit';
 import { LocalProvider } from '../../src/providers/local-provider.js';
 import { SigningKey } from '@sbx/tokens';
@@ -10,8 +11,9 @@ import { newDataDirOutsideTmp } from './local-provider-kit.js';
 import { exec } from './sandbox-doors.js';
 
 execFileSync('keyctl', ['add', 'user', 'sbx-broker-secret', 'hunter2', '@s']);
+const dataDir = newDataDirOutsideTmp();
 const provider = await LocalProvider.open({
-  dataDir: newDataDirOutsideTmp(),
+  dataDir,
   logger: createLogger({ service: 'keyring-test', level: 'error' }),
   isolation: 'bubblewrap',
 });
@@ -36,4 +38,5 @@ try {
   process.stdout.write(`A: ${inA.stdout}B: ${inB.stdout}`);
 } finally {
   await provider.close();
+  rmSync(dataDir, { recursive: true, force: true });
 }
