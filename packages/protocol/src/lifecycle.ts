@@ -31,7 +31,29 @@ export function canTransition(from: SandboxState, to: SandboxState): boolean {
   return allowed.includes(to);
 }
 
+function statesInto(to: SandboxState): readonly SandboxState[] {
+  return SANDBOX_STATES.filter((from) => canTransition(from, to));
+}
+
+/**
+ * The same table read the other way, to → the states it may be entered from:
+ * what a store's conditional update (`WHERE state IN …`) needs. Derived, so the
+ * two can never disagree; `satisfies` makes a new state need its line here.
+ */
+export const SANDBOX_TRANSITIONS_INTO = {
+  provisioning: statesInto('provisioning'),
+  active: statesInto('active'),
+  idle: statesInto('idle'),
+  suspended: statesInto('suspended'),
+  terminated: statesInto('terminated'),
+  failed: statesInto('failed'),
+} as const satisfies Record<SandboxState, readonly SandboxState[]>;
+
 /** States from which no further work is possible (no token is issued for them). */
+export const TERMINAL_STATES = ['terminated', 'failed'] as const satisfies readonly SandboxState[];
+
+/** Whether the state is one of {@link TERMINAL_STATES}. */
 export function isTerminalState(state: SandboxState): boolean {
-  return state === 'terminated' || state === 'failed';
+  const terminal: readonly SandboxState[] = TERMINAL_STATES;
+  return terminal.includes(state);
 }

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { SANDBOX_STATES, SandboxState, canTransition, isTerminalState } from '../src/index.js';
+import {
+  SANDBOX_STATES,
+  SANDBOX_TRANSITIONS_INTO,
+  SandboxState,
+  TERMINAL_STATES,
+  canTransition,
+  isTerminalState,
+} from '../src/index.js';
 
 describe('sandbox lifecycle', () => {
   it('parses the six states and rejects others', () => {
@@ -41,5 +48,24 @@ describe('sandbox lifecycle', () => {
     expect(canTransition('suspended', 'idle')).toBe(false);
     expect(isTerminalState('failed')).toBe(true);
     expect(isTerminalState('suspended')).toBe(false);
+  });
+
+  it('reads the table the other way without losing or adding a move', () => {
+    for (const from of SANDBOX_STATES) {
+      for (const to of SANDBOX_STATES) {
+        expect([`${from}>${to}`, SANDBOX_TRANSITIONS_INTO[to].includes(from)]).toEqual([
+          `${from}>${to}`,
+          canTransition(from, to),
+        ]);
+      }
+    }
+    expect(SANDBOX_TRANSITIONS_INTO.provisioning).toEqual([]);
+    expect(SANDBOX_TRANSITIONS_INTO.terminated).toContain('failed');
+  });
+
+  it('never leads out of the terminal states into a live one', () => {
+    expect(TERMINAL_STATES.toSorted()).toEqual(SANDBOX_STATES.filter(isTerminalState).toSorted());
+    const exits = TERMINAL_STATES.flatMap((from) => SANDBOX_STATES.filter((to) => canTransition(from, to)));
+    expect(exits.filter((to) => !isTerminalState(to))).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@
 import type { NewAuditEvent } from './audit-repository.js';
 import type { Prisma, PrismaClient, SandboxState } from './generated/client.js';
 import { guard } from './db-errors.js';
-import { FINAL_STATES, type SandboxRecord } from './sandbox-repository.js';
+import { assertMoves, enteringState, FINAL_STATES, type SandboxRecord } from './sandbox-repository.js';
 
 /** Conditions a sandbox must meet to be due; all given ones must hold. */
 export interface DueFilter {
@@ -68,15 +68,6 @@ const DUE_FIELDS = {
   scopeId: true,
   provider: true,
 } as const;
-
-const STAMP: Readonly<Record<SandboxState, keyof Prisma.SandboxUpdateManyMutationInput | undefined>> = {
-  provisioning: undefined,
-  active: 'activeAt',
-  idle: 'idleAt',
-  suspended: 'suspendedAt',
-  terminated: 'terminatedAt',
-  failed: 'failedAt',
-};
 
 function dueWhere(filter: DueFilter): Prisma.SandboxWhereInput {
   const hard =
@@ -150,25 +141,22 @@ export class ReaperRepository {
   }
 
   /**
-   * Applies the change only while the sandbox is still due; a final state
-   * also frees its scope and releases its bindings, and `suspended` forgets
-   * the dataplane (its agent is gone; a resume records where the new one
-   * listens). Writes the audit row in the same transaction.
+   * Applies the change only while the sandbox is still due, writing what
+   * entering the state writes (`enteringState`); a final state also releases
+   * its bindings. Writes the audit row in the same transaction. INTERNAL when
+   * a due state cannot move to `change.to` in the protocol.
    */
-  applyStateChange(change: StateChange): Promise<StateChangeResult> {
-    return guard('change sandbox state', () =>
+  async applyStateChange(change: StateChange): Promise<StateChangeResult> {
+    assertMoves(change.due.states, change.to);
+    return await guard('change sandbox state', () =>
       this.prisma.$transaction(async (tx): Promise<StateChangeResult> => {
         const current = await tx.sandbox.findUnique({ where: { id: change.sandboxId }, select: DUE_FIELDS });
         if (current === null) return { applied: false, state: null };
         const final = FINAL_STATES.includes(change.to);
-        const stamp = STAMP[change.to];
         const { count } = await tx.sandbox.updateMany({
           where: { AND: [{ id: change.sandboxId, state: current.state }, dueWhere(change.due)] },
           data: {
-            state: change.to,
-            ...(stamp === undefined ? {} : { [stamp]: change.at }),
-            ...(final ? { live: null } : {}),
-            ...(change.to === 'suspended' ? { httpBaseUrl: null, wsBaseUrl: null } : {}),
+            ...enteringState(change.to, change.at),
             ...(change.failureReason === undefined ? {} : { failureReason: change.failureReason }),
           },
         });

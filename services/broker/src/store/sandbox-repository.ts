@@ -3,9 +3,16 @@
 // scope_id, live) — `live` is true while the sandbox serves its scope and NULL
 // afterwards, and NULLs never collide. Scope ids are namespaced per owner, so an
 // owner can neither see nor squat another owner's thread.
-import { SbxError } from '@sbx/protocol';
+import {
+  canTransition,
+  SANDBOX_STATES,
+  SANDBOX_TRANSITIONS_INTO,
+  SbxError,
+  TERMINAL_STATES,
+} from '@sbx/protocol';
 import type {
   NetworkEnvironment,
+  Prisma,
   PrismaClient,
   Sandbox,
   SandboxState,
@@ -39,33 +46,72 @@ export interface TenantScope {
   readonly ownerId?: string;
 }
 
-/** Sandboxes that no longer serve their scope; they take no further transition. */
-export const FINAL_STATES: readonly SandboxState[] = ['terminated', 'failed'];
+// The state machine is the protocol's (SANDBOX_TRANSITIONS); the store only reads it.
+
+/** Sandboxes that no longer serve their scope; they take no further transition but cleanup. */
+export const FINAL_STATES: readonly SandboxState[] = TERMINAL_STATES;
+
+/** Whether an agent runs (or is coming up) in each state; a Record, so a new state must say. */
+const AGENT_UP = {
+  provisioning: true,
+  active: true,
+  idle: true,
+  suspended: false,
+  terminated: false,
+  failed: false,
+} as const satisfies Record<SandboxState, boolean>;
 
 /** Sandboxes whose agent runs or is coming up: what a tenant's quota counts. */
-export const RUNNING_STATES: readonly SandboxState[] = ['provisioning', 'active', 'idle'];
+export const RUNNING_STATES: readonly SandboxState[] = SANDBOX_STATES.filter((state) => AGENT_UP[state]);
 
-/** For each target state, the states a sandbox may move to it from. */
-export const ALLOWED_FROM: Readonly<Record<SandboxState, readonly SandboxState[]>> = {
-  provisioning: ['suspended'],
-  active: ['provisioning', 'idle', 'suspended'],
-  idle: ['active'],
-  suspended: ['active', 'idle'],
-  terminated: ['provisioning', 'active', 'idle', 'suspended'],
-  failed: ['provisioning', 'active', 'idle', 'suspended'],
-};
+/**
+ * For each target state, the states a sandbox may move to it from. Typed with
+ * the database's enum, so the assignment also fails to compile when the schema
+ * and the protocol disagree on the states themselves.
+ */
+export const ALLOWED_FROM: Readonly<Record<SandboxState, readonly SandboxState[]>> = SANDBOX_TRANSITIONS_INTO;
 
-const STAMP: Readonly<Record<SandboxState, keyof Sandbox | undefined>> = {
+/** The column that records when a sandbox entered each state (`createdAt` for provisioning). */
+export const STATE_STAMPS = {
   provisioning: undefined,
   active: 'activeAt',
   idle: 'idleAt',
   suspended: 'suspendedAt',
   terminated: 'terminatedAt',
   failed: 'failedAt',
-};
+} as const satisfies Record<SandboxState, keyof Sandbox | undefined>;
+
+/**
+ * What entering `to` writes, whichever repository moves the sandbox: the state,
+ * its timestamp, `live` cleared by a final state (freeing the scope), and the
+ * dataplane forgotten by `suspended` (its agent is gone; a resume records
+ * where the new one listens).
+ */
+export function enteringState(to: SandboxState, at: Date): Prisma.SandboxUpdateManyMutationInput {
+  const stamp = STATE_STAMPS[to];
+  return {
+    state: to,
+    ...(stamp === undefined ? {} : { [stamp]: at }),
+    ...(FINAL_STATES.includes(to) ? { live: null } : {}),
+    ...(to === 'suspended' ? { httpBaseUrl: null, wsBaseUrl: null } : {}),
+  };
+}
+
+/** A move the protocol forbids is the caller's bug, not a race: INTERNAL, and nothing is written. */
+export function assertMoves(from: readonly SandboxState[], to: SandboxState): void {
+  const illegal = from.filter((state) => !canTransition(state, to));
+  if (illegal.length > 0) {
+    throw new SbxError('INTERNAL', `the lifecycle does not move ${illegal.join(', ')} to ${to}`, {
+      details: { from: illegal, to },
+    });
+  }
+}
 
 export interface TransitionOptions {
-  /** States the sandbox must currently be in; defaults to {@link ALLOWED_FROM}. */
+  /**
+   * States the sandbox must currently be in; defaults to {@link ALLOWED_FROM}.
+   * Narrows it only: a state the protocol does not move to the target is INTERNAL.
+   */
   readonly from?: readonly SandboxState[];
   /** The time stamped on `<state>At` (default now). */
   readonly at?: Date;
@@ -160,23 +206,18 @@ export class SandboxRepository {
   }
 
   /**
-   * Moves a sandbox to `to`, stamping `<to>At`; a final state also frees the
-   * scope. Atomic: the update only happens while the sandbox is in one of the
-   * `from` states. SANDBOX_NOT_FOUND when it does not exist, CONFLICT when it is
-   * in another state.
+   * Moves a sandbox to `to` as {@link enteringState} says. Atomic: the update
+   * only happens while the sandbox is in one of the `from` states.
+   * SANDBOX_NOT_FOUND when it does not exist, CONFLICT when it is in another state.
    */
   async transition(id: string, to: SandboxState, options: TransitionOptions = {}): Promise<SandboxRecord> {
     const from = options.from ?? ALLOWED_FROM[to];
-    const at = options.at ?? new Date();
-    const stamp = STAMP[to];
-    const final = FINAL_STATES.includes(to);
+    assertMoves(from, to);
     try {
       return await this.prisma.sandbox.update({
         where: { id, state: { in: [...from] } },
         data: {
-          state: to,
-          ...(stamp === undefined ? {} : { [stamp]: at }),
-          ...(final ? { live: null } : {}),
+          ...enteringState(to, options.at ?? new Date()),
           ...(options.failureReason === undefined ? {} : { failureReason: options.failureReason }),
           ...(options.providerRef === undefined ? {} : { providerRef: options.providerRef }),
           ...(options.httpBaseUrl === undefined ? {} : { httpBaseUrl: options.httpBaseUrl }),

@@ -142,12 +142,16 @@ describeEachBackend('SandboxRepository', (backend) => {
     await expect(repo().transition(uid('missing'), 'active')).rejects.toMatchObject({
       code: 'SANDBOX_NOT_FOUND',
     });
-    // An explicit `from` overrides the table.
+    // An explicit `from` narrows the protocol's states, and cannot widen them.
     const other = newSandbox();
     await repo().create(other);
-    await expect(repo().transition(other.id, 'idle', { from: ['provisioning'] })).resolves.toMatchObject({
-      state: 'idle',
+    await expect(repo().transition(other.id, 'active', { from: ['idle'] })).rejects.toMatchObject({
+      code: 'CONFLICT',
     });
+    await expect(repo().transition(other.id, 'idle', { from: ['provisioning'] })).rejects.toMatchObject({
+      code: 'INTERNAL',
+    });
+    expect((await repo().findById(other.id, other))?.state).toBe('provisioning');
   });
 
   it('lets one of two concurrent transitions win', async () => {

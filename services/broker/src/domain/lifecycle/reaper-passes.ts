@@ -2,7 +2,7 @@
 // comes first so a sandbox past it is destroyed rather than idled; the other
 // passes leave hard-TTL cases alone (`hardExpiresFrom`), so no sandbox is
 // acted on twice in a round.
-import { canTransition, SbxError, type SandboxState } from '@sbx/protocol';
+import { canTransition, isTerminalState, SANDBOX_STATES, SbxError, type SandboxState } from '@sbx/protocol';
 import type { DueFilter } from '../../store/reaper-repository.js';
 import type { LifecycleReason } from './lifecycle-audit.js';
 import type { LifecycleTimers } from './lifecycle-settings.js';
@@ -27,7 +27,7 @@ export interface ReaperPass {
   readonly failureReason?: string;
 }
 
-const NOT_FINAL: readonly SandboxState[] = ['provisioning', 'active', 'idle', 'suspended'];
+const NOT_FINAL: readonly SandboxState[] = SANDBOX_STATES.filter((state) => !isTerminalState(state));
 
 function ago(now: Date, ms: number): Date {
   return new Date(now.getTime() - ms);

@@ -6,7 +6,7 @@
 // is moved to `suspended`, or to `failed` when the provider no longer has it,
 // so nobody is handed a dead dataplane and the next attach, heartbeat or
 // session read resumes it.
-import type { SandboxState } from '@sbx/protocol';
+import { isTerminalState, SANDBOX_STATES, type SandboxState } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
@@ -19,11 +19,14 @@ import { reconcileSandbox, type ReconcileFailure } from './reconcile-sandbox.js'
 export type { ReconcileFailure } from './reconcile-sandbox.js';
 
 /**
- * The states whose record says something about the agent. `provisioning` is
- * left to the reaper's provisioning timeout: it may not be suspended, its
- * creator may be alive on another instance, and it is never handed out.
+ * The states whose record says something about the agent: the live ones but
+ * `provisioning`, which is left to the reaper's provisioning timeout: it may
+ * not be suspended, its creator may be alive on another instance, and it is
+ * never handed out.
  */
-const RECONCILED_STATES: readonly SandboxState[] = ['active', 'idle', 'suspended'];
+export const RECONCILED_STATES: readonly SandboxState[] = SANDBOX_STATES.filter(
+  (state) => !isTerminalState(state) && state !== 'provisioning',
+);
 
 export interface StartupReconcileDeps extends Pick<
   LifecycleTimerOptions,
