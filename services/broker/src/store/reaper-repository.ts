@@ -6,7 +6,8 @@
 import type { NewAuditEvent } from './audit-repository.js';
 import type { Prisma, PrismaClient, SandboxState } from './generated/client.js';
 import { guard } from './db-errors.js';
-import { assertMoves, enteringState, FINAL_STATES, type SandboxRecord } from './sandbox-repository.js';
+import type { SandboxRecord } from './sandbox-repository.js';
+import { assertMoves, enteringState, FINAL_STATES } from './sandbox-states.js';
 
 /** Conditions a sandbox must meet to be due; all given ones must hold. */
 export interface DueFilter {

@@ -3,25 +3,27 @@
 // scope_id, live) — `live` is true while the sandbox serves its scope and NULL
 // afterwards, and NULLs never collide. Scope ids are namespaced per owner, so an
 // owner can neither see nor squat another owner's thread.
-import {
-  canTransition,
-  SANDBOX_STATES,
-  SANDBOX_TRANSITIONS_INTO,
-  SbxError,
-  TERMINAL_STATES,
-} from '@sbx/protocol';
+import { SbxError } from '@sbx/protocol';
 import type {
   NetworkEnvironment,
-  Prisma,
   PrismaClient,
   Sandbox,
   SandboxState,
   ScopeType,
 } from './generated/client.js';
+import { ALLOWED_FROM, assertMoves, enteringState, RUNNING_STATES } from './sandbox-states.js';
 import { guard, isRecordNotFound, toSbxError } from './db-errors.js';
 
 export type { NetworkEnvironment, SandboxState, ScopeType } from './generated/client.js';
 export type SandboxRecord = Sandbox;
+export {
+  ALLOWED_FROM,
+  assertMoves,
+  enteringState,
+  FINAL_STATES,
+  RUNNING_STATES,
+  STATE_STAMPS,
+} from './sandbox-states.js';
 
 export interface NewSandbox {
   readonly id: string;
@@ -44,67 +46,6 @@ export interface TenantScope {
   readonly tenantId: string;
   /** When given, a sandbox of another owner in the same tenant is not found. */
   readonly ownerId?: string;
-}
-
-// The state machine is the protocol's (SANDBOX_TRANSITIONS); the store only reads it.
-
-/** Sandboxes that no longer serve their scope; they take no further transition but cleanup. */
-export const FINAL_STATES: readonly SandboxState[] = TERMINAL_STATES;
-
-/** Whether an agent runs (or is coming up) in each state; a Record, so a new state must say. */
-const AGENT_UP = {
-  provisioning: true,
-  active: true,
-  idle: true,
-  suspended: false,
-  terminated: false,
-  failed: false,
-} as const satisfies Record<SandboxState, boolean>;
-
-/** Sandboxes whose agent runs or is coming up: what a tenant's quota counts. */
-export const RUNNING_STATES: readonly SandboxState[] = SANDBOX_STATES.filter((state) => AGENT_UP[state]);
-
-/**
- * For each target state, the states a sandbox may move to it from. Typed with
- * the database's enum, so the assignment also fails to compile when the schema
- * and the protocol disagree on the states themselves.
- */
-export const ALLOWED_FROM: Readonly<Record<SandboxState, readonly SandboxState[]>> = SANDBOX_TRANSITIONS_INTO;
-
-/** The column that records when a sandbox entered each state (`createdAt` for provisioning). */
-export const STATE_STAMPS = {
-  provisioning: undefined,
-  active: 'activeAt',
-  idle: 'idleAt',
-  suspended: 'suspendedAt',
-  terminated: 'terminatedAt',
-  failed: 'failedAt',
-} as const satisfies Record<SandboxState, keyof Sandbox | undefined>;
-
-/**
- * What entering `to` writes, whichever repository moves the sandbox: the state,
- * its timestamp, `live` cleared by a final state (freeing the scope), and the
- * dataplane forgotten by `suspended` (its agent is gone; a resume records
- * where the new one listens).
- */
-export function enteringState(to: SandboxState, at: Date): Prisma.SandboxUpdateManyMutationInput {
-  const stamp = STATE_STAMPS[to];
-  return {
-    state: to,
-    ...(stamp === undefined ? {} : { [stamp]: at }),
-    ...(FINAL_STATES.includes(to) ? { live: null } : {}),
-    ...(to === 'suspended' ? { httpBaseUrl: null, wsBaseUrl: null } : {}),
-  };
-}
-
-/** A move the protocol forbids is the caller's bug, not a race: INTERNAL, and nothing is written. */
-export function assertMoves(from: readonly SandboxState[], to: SandboxState): void {
-  const illegal = from.filter((state) => !canTransition(state, to));
-  if (illegal.length > 0) {
-    throw new SbxError('INTERNAL', `the lifecycle does not move ${illegal.join(', ')} to ${to}`, {
-      details: { from: illegal, to },
-    });
-  }
 }
 
 export interface TransitionOptions {
