@@ -2,6 +2,7 @@ import { SbxError, type SessionResponse } from '@sbx/protocol';
 import {
   NotFoundError,
   RefreshingCredentials,
+  clientError,
   SandboxClient,
   type BrokerClient,
   type Credential,
@@ -221,7 +222,8 @@ export class ThreadSessions {
     } catch (err) {
       if (mode === 'get' && err instanceof NotFoundError) {
         this.store.updateThread(thread, () => undefined);
-        throw new NotFoundError(err.code, `no sandbox for thread ${thread}: run sbx ensure ${thread} first`);
+        // The broker's code and class (SESSION_NOT_FOUND stays that), with advice for a human.
+        throw clientError(err.code, `no sandbox for thread ${thread}: run sbx ensure ${thread} first`);
       }
       throw err;
     }

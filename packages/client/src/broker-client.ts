@@ -42,7 +42,7 @@ export interface NegotiateOptions extends CallOptions {
 
 function fixedBearer(apiKey: string | undefined): () => string {
   if (apiKey === undefined) {
-    throw new BadRequestError('BAD_REQUEST', 'no API key: pass apiKey or bearer, or set SBX_API_KEY');
+    throw new BadRequestError('no API key: pass apiKey or bearer, or set SBX_API_KEY');
   }
   return () => apiKey;
 }
@@ -65,7 +65,7 @@ export class BrokerClient {
     const env = needsEnv ? readEnvDefaults() : undefined;
     const baseUrl = options.baseUrl ?? env?.brokerUrl;
     if (baseUrl === undefined) {
-      throw new BadRequestError('BAD_REQUEST', 'no broker URL: pass baseUrl or set SBX_BROKER_URL');
+      throw new BadRequestError('no broker URL: pass baseUrl or set SBX_BROKER_URL');
     }
     this.#endpoint = {
       baseUrl,

@@ -1,4 +1,11 @@
-import { errorOfResponse, timeoutError, transportError, TransportError } from './http-errors.js';
+import {
+  errorOfResponse,
+  malformedAnswer,
+  timeoutError,
+  transportError,
+  TransportError,
+} from './http-errors.js';
+import { routeOf } from './protocol-error.js';
 import { abortReason, isRetryable, withRetry, type RetryPolicy } from './retry.js';
 
 /** Every SDK call takes these. */
@@ -82,9 +89,10 @@ async function attemptOnce(
     ...(init.type === undefined ? {} : { 'content-type': init.type }),
     ...request.headers,
   };
+  const url = urlOf(endpoint, request);
   let response: Response;
   try {
-    response = await fetch(urlOf(endpoint, request), {
+    response = await fetch(url, {
       method: request.method,
       headers,
       signal,
@@ -96,7 +104,7 @@ async function attemptOnce(
     throw transportError(request.what, err);
   }
   if (response.ok || response.status === 304) return response;
-  throw await errorOfResponse(response, request.what);
+  throw await errorOfResponse(response, request.what, routeOf(request.method, url));
 }
 
 /**
@@ -132,7 +140,11 @@ export async function httpCall(
   }
 }
 
-/** `httpCall`, then the body parsed with `parse` (a zod schema's `parse`). */
+/**
+ * `httpCall`, then the body parsed with `parse` (a zod schema's `parse`). A body that is
+ * not JSON or not the schema is a ProtocolError naming the route, never a bare
+ * SyntaxError or ZodError; a connection cut while reading it is a TransportError.
+ */
 export async function httpJson<T>(
   endpoint: HttpEndpoint,
   request: HttpRequest,
@@ -140,5 +152,17 @@ export async function httpJson<T>(
   options: CallOptions = {},
 ): Promise<T> {
   const response = await httpCall(endpoint, request, options);
-  return parse(await response.json());
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    if (options.signal?.aborted === true) throw abortReason(options.signal);
+    throw transportError(request.what, err);
+  }
+  try {
+    return parse(JSON.parse(text));
+  } catch (err) {
+    const route = routeOf(request.method, urlOf(endpoint, request));
+    throw malformedAnswer(request.what, route, response.status, err);
+  }
 }

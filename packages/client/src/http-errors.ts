@@ -1,11 +1,17 @@
 import { ErrorEnvelope, type ErrorCode } from '@sbx/protocol';
 import { BackendUnavailableError, TimeoutError, clientError, type SbxClientError } from './errors.js';
+import { ProtocolError, problemOf } from './protocol-error.js';
 
 /** The network failed before an answer arrived (refused, reset, DNS). Retried for idempotent calls. */
 export class TransportError extends BackendUnavailableError {}
 
-/** When the server sent no error envelope, the status alone decides the code. */
-function codeOfStatus(status: number): ErrorCode {
+/**
+ * When the server sent no error envelope, the status alone decides the code, for the
+ * statuses of the protocol's table only (a proxy's 429 or 503 still means "try again");
+ * where several codes share a status, the broadest. Any other status is a ProtocolError.
+ * A test checks this against ERROR_TABLE.
+ */
+function codeOfStatus(status: number): ErrorCode | undefined {
   switch (status) {
     case 400:
       return 'BAD_REQUEST';
@@ -27,10 +33,14 @@ function codeOfStatus(status: number): ErrorCode {
       return 'PAYLOAD_TOO_LARGE';
     case 416:
       return 'RANGE_NOT_SATISFIABLE';
+    case 422:
+      return 'IDEMPOTENCY_KEY_REUSED';
     case 423:
       return 'SANDBOX_STARTING';
     case 429:
       return 'RATE_LIMITED';
+    case 500:
+      return 'INTERNAL';
     case 503:
       return 'BACKEND_UNAVAILABLE';
     case 504:
@@ -38,7 +48,7 @@ function codeOfStatus(status: number): ErrorCode {
     case 507:
       return 'INSUFFICIENT_STORAGE';
     default:
-      return status >= 500 ? 'INTERNAL' : 'BAD_REQUEST';
+      return undefined;
   }
 }
 
@@ -52,15 +62,20 @@ function retryAfterOf(response: Response): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
 }
 
-/** The typed error of a non-2xx answer, from its envelope when it has one. */
-export async function errorOfResponse(response: Response, what: string): Promise<SbxClientError> {
+/** The typed error of a non-2xx answer to `route`, from its envelope when it has one. */
+export async function errorOfResponse(
+  response: Response,
+  what: string,
+  route: string,
+): Promise<SbxClientError> {
   const text = await response.text().catch(() => '');
   const retryAfterSeconds = retryAfterOf(response);
   const common = {
     httpStatus: response.status,
     ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
   };
-  const envelope = ErrorEnvelope.safeParse(safeJson(text));
+  const json = parseJson(text);
+  const envelope = ErrorEnvelope.safeParse(json.value);
   if (envelope.success) {
     const { code, message, details, request_id: requestId } = envelope.data.error;
     const suffix = requestId === undefined ? '' : ` (request ${requestId})`;
@@ -69,25 +84,40 @@ export async function errorOfResponse(response: Response, what: string): Promise
       ...(details === undefined ? {} : { details }),
     });
   }
+  const status = `HTTP ${response.status} ${response.statusText}`.trim();
   const code = codeOfStatus(response.status);
-  return clientError(code, `${what}: HTTP ${response.status} ${response.statusText}`.trim(), common);
+  if (code !== undefined) return clientError(code, `${what}: ${status}`, common);
+  const message = `${what}: ${route} answered ${status} (${mediaTypeOf(response)}) without an error envelope`;
+  return new ProtocolError(message, { ...common, route, cause: json.error ?? envelope.error });
 }
 
-function safeJson(text: string): unknown {
+/** A 2xx answer to `route` whose body `cause` says is not JSON or not the route's schema. */
+export function malformedAnswer(what: string, route: string, status: number, cause: unknown): ProtocolError {
+  const message = `${what}: ${route} answered HTTP ${status} with a body that ${problemOf(cause)}`;
+  return new ProtocolError(message, { route, httpStatus: status, cause });
+}
+
+function parseJson(text: string): { readonly value?: unknown; readonly error?: unknown } {
   try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    return { error };
   }
 }
 
+/** The media type alone, short: enough to tell an HTML error page from JSON. */
+function mediaTypeOf(response: Response): string {
+  const type = response.headers.get('content-type')?.split(';')[0]?.trim() ?? '';
+  return type === '' ? 'no content type' : type.slice(0, 64);
+}
+
 export function timeoutError(what: string, timeoutMs: number): TimeoutError {
-  return new TimeoutError('TIMEOUT', `${what}: no answer within ${timeoutMs} ms; raise timeoutMs or retry`);
+  return new TimeoutError(`${what}: no answer within ${timeoutMs} ms; raise timeoutMs or retry`);
 }
 
 export function transportError(what: string, cause: unknown): TransportError {
   const detail = cause instanceof Error && cause.cause instanceof Error ? cause.cause.message : String(cause);
-  return new TransportError('BACKEND_UNAVAILABLE', `${what}: could not reach the server (${detail})`, {
+  return new TransportError(`${what}: could not reach the server (${detail})`, {
     cause,
   });
 }

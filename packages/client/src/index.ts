@@ -1,5 +1,6 @@
 export * from './errors.js';
 export { TransportError } from './http-errors.js';
+export { ProtocolError, type ProtocolErrorOptions } from './protocol-error.js';
 export { readEnvDefaults, type EnvDefaults } from './client-config.js';
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryable, type RetryPolicy } from './retry.js';
 export type { CallOptions } from './http-client.js';

@@ -1,8 +1,8 @@
 import { FollowExitLine, FollowOutputLine } from '@sbx/protocol';
 import type { ProcessExitStatus } from './dataplane-types.js';
-import { clientError } from './errors.js';
 import { bytesOf } from './frame-bytes.js';
 import { TransportError } from './http-errors.js';
+import { ProtocolError, problemOf, routeOf } from './protocol-error.js';
 import { abortReason } from './retry.js';
 
 /** Bytes one of the process's streams wrote, exactly. */
@@ -41,11 +41,7 @@ const CUT_OFF_ADVICE =
   'read it without pausing, or call output() again: it may repeat output already read or miss some (no offsets are given)';
 
 function cutOff(cause?: unknown): TransportError {
-  return new TransportError(
-    'BACKEND_UNAVAILABLE',
-    `read process output: ${CUT_OFF_ADVICE}`,
-    cause === undefined ? {} : { cause },
-  );
+  return new TransportError(`read process output: ${CUT_OFF_ADVICE}`, cause === undefined ? {} : { cause });
 }
 
 /** A read of the body; a failed one (the agent destroyed the response) is the SDK's typed error. */
@@ -59,13 +55,24 @@ async function readCutOff(
   }
 }
 
-function parseLine(line: string): FollowOutputLine | FollowExitLine {
-  const value: unknown = JSON.parse(line);
+function parseLine(line: string, route: string): FollowOutputLine | FollowExitLine {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (err) {
+    throw malformedLine(route, err);
+  }
   const output = FollowOutputLine.safeParse(value);
   if (output.success) return output.data;
   const exit = FollowExitLine.safeParse(value);
   if (exit.success) return exit.data;
-  throw clientError('INTERNAL', 'the sandbox sent a process output line of an unknown shape');
+  const isOutput = typeof value === 'object' && value !== null && 'stream' in value;
+  throw malformedLine(route, isOutput ? output.error : exit.error);
+}
+
+function malformedLine(route: string, cause: unknown): ProtocolError {
+  const message = `read process output: ${route} sent a line that ${problemOf(cause)}`;
+  return new ProtocolError(message, { route, cause });
 }
 
 /**
@@ -101,8 +108,9 @@ export class OutputFollow implements AsyncIterable<OutputChunk> {
     try {
       const response = await this.request();
       if (response.body === null) throw cutOff();
+      const route = routeOf('GET', response.url);
       for await (const line of linesOf(response.body)) {
-        const parsed = parseLine(line);
+        const parsed = parseLine(line, route);
         if ('stream' in parsed) {
           yield { stream: parsed.stream, data: bytesOf(parsed) };
         } else {

@@ -1,7 +1,7 @@
 import { WebSocket } from 'ws';
 import {
-  ServerFrame,
   WS_CLOSE_CODES,
+  type ServerFrame,
   type ShellClientFrame,
   type ExecClientFrame,
   type WatchClientFrame,
@@ -9,6 +9,8 @@ import {
 import { clientError, type SbxClientError } from './errors.js';
 import type { TokenSource } from './credentials.js';
 import { timeoutError, transportError } from './http-errors.js';
+import { parseFrame } from './parse-frame.js';
+import type { ProtocolError } from './protocol-error.js';
 import { abortReason, type RetryPolicy } from './retry.js';
 
 /** What every dataplane socket needs: where, with which token, how to retry, how long to wait. */
@@ -94,19 +96,12 @@ function rejectionOf(
   return clientError(said.error.code, message, { closeCode: code });
 }
 
-function parseFrame(text: string): ServerFrame | undefined {
-  try {
-    const parsed = ServerFrame.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * An authenticated dataplane WebSocket. Resolves once `auth_ok` arrived; afterwards every
  * refreshed token is sent as a new `auth` frame, so the agent never closes it for expiry.
- * An HTTP 401/403 on the upgrade or a 1008/4403 close raises a SecurityError at once.
+ * An HTTP 401/403 on the upgrade or a 1008/4403 close raises a SecurityError at once. A
+ * frame that cannot be read fails the connect, or afterwards closes the socket (1008, as
+ * the agent does for a malformed frame; not reconnected) with that ProtocolError.
  */
 export function openChannel(
   url: string,
@@ -125,12 +120,18 @@ export function openChannel(
     const socket = new WebSocket(url, { perMessageDeflate: false, allowSynchronousEvents: false });
     let authed = false;
     let rejection: ServerFrame | undefined;
+    let malformed: ProtocolError | undefined;
     const onAbort = (): void => fail(abortReason(signal));
     const fail = (err: Error): void => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       socket.terminate();
       reject(err);
+    };
+    const onMalformed = (err: ProtocolError): void => {
+      if (!authed) return fail(err);
+      malformed = err;
+      socket.close(WS_CLOSE_CODES.POLICY_VIOLATION, 'malformed frame');
     };
     const timer = setTimeout(() => fail(timeoutError(`connect ${url}`, timeoutMs)), timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -152,12 +153,18 @@ export function openChannel(
       const buffer = Array.isArray(data)
         ? Buffer.concat(data)
         : Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
+      if (malformed !== undefined) return;
       if (isBinary) {
         handlers.onBinary?.(buffer);
         return;
       }
-      const frame = parseFrame(buffer.toString('utf8'));
-      if (frame === undefined) return;
+      const parsed = parseFrame(buffer.toString('utf8'), url);
+      if (parsed === undefined) return;
+      if ('error' in parsed) {
+        onMalformed(parsed.error);
+        return;
+      }
+      const { frame } = parsed;
       if (!authed && frame.type === 'auth_ok') {
         authed = true;
         clearTimeout(timer);
@@ -172,7 +179,8 @@ export function openChannel(
       if (!authed) {
         const error = rejectionOf(code, reason.toString('utf8'), rejection);
         fail(error ?? clientError('BACKEND_UNAVAILABLE', `connect ${url}: closed before auth`));
-      } else handlers.onClose(code, errorOfClose(code, reason.toString('utf8')));
+      } else if (malformed !== undefined) handlers.onClose(WS_CLOSE_CODES.POLICY_VIOLATION, malformed);
+      else handlers.onClose(code, errorOfClose(code, reason.toString('utf8')));
     });
   });
 }

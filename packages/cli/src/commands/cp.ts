@@ -80,7 +80,7 @@ function localFileSize(local: string): number {
     return stat.size;
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new NotFoundError('NOT_FOUND', `cp: ${local}: no such file`);
+    throw new NotFoundError(`cp: ${local}: no such file`);
   }
 }
 

@@ -73,7 +73,7 @@ function requireLocalDirectory(dir: string): void {
   try {
     isDirectory = statSync(dir).isDirectory();
   } catch {
-    throw new NotFoundError('NOT_FOUND', `sync: ${dir}: no such directory`);
+    throw new NotFoundError(`sync: ${dir}: no such directory`);
   }
   if (!isDirectory) throw new UsageError(`sync: ${dir} is not a directory (sbx cp copies one file)`);
 }

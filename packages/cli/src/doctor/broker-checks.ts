@@ -24,7 +24,7 @@ export async function checkBrokerHealth(brokerUrl: string): Promise<string> {
     if (err instanceof Error && err.name === 'TimeoutError')
       throw new SbxError('TIMEOUT', `the broker at ${url} did not answer within ${HEALTH_TIMEOUT_MS} ms`);
     const cause = causeOf(err);
-    throw new TransportError('BACKEND_UNAVAILABLE', `cannot reach the broker at ${url} (${cause})`, {
+    throw new TransportError(`cannot reach the broker at ${url} (${cause})`, {
       cause: err,
     });
   }

@@ -46,7 +46,7 @@ export async function issuerRequest(
     });
   } catch (err) {
     const detail = err instanceof Error && err.cause instanceof Error ? err.cause.message : String(err);
-    throw new TransportError('BACKEND_UNAVAILABLE', `${what}: could not reach the issuer (${detail})`, {
+    throw new TransportError(`${what}: could not reach the issuer (${detail})`, {
       cause: err,
     });
   }
@@ -55,13 +55,9 @@ export async function issuerRequest(
     text = await response.text();
   } catch (err) {
     // The body stalled past the timeout or the connection broke half way: as unreachable.
-    throw new TransportError(
-      'BACKEND_UNAVAILABLE',
-      `${what}: the issuer's answer did not arrive (${String(err)})`,
-      {
-        cause: err,
-      },
-    );
+    throw new TransportError(`${what}: the issuer's answer did not arrive (${String(err)})`, {
+      cause: err,
+    });
   }
   return { status: response.status, body: parseJson(text) };
 }
@@ -76,11 +72,9 @@ export const isUnavailableStatus = (status: number): boolean => status >= 500 ||
  */
 export function unexpectedAnswer(what: string, answer: IssuerAnswer): SbxError {
   if (isUnavailableStatus(answer.status)) {
-    return new TransportError(
-      'BACKEND_UNAVAILABLE',
-      `${what}: the issuer is unavailable (HTTP ${answer.status})`,
-      { httpStatus: answer.status },
-    );
+    return new TransportError(`${what}: the issuer is unavailable (HTTP ${answer.status})`, {
+      httpStatus: answer.status,
+    });
   }
   return new SbxError('BAD_REQUEST', `${what}: unexpected answer from the issuer (HTTP ${answer.status})`);
 }

@@ -111,17 +111,14 @@ const isUnreachable = (err: unknown): boolean =>
 function currentLogin(store: CliStore): DeviceLoginConfig {
   const config = store.readConfig();
   if (config === undefined || !isDeviceLogin(config)) {
-    throw new UnauthenticatedError(
-      'UNAUTHENTICATED',
-      'not logged in any more (sbx logout ran?): run sbx login',
-    );
+    throw new UnauthenticatedError('not logged in any more (sbx logout ran?): run sbx login');
   }
   return config;
 }
 
 /** A SecurityError, so the SDK never retries the broker call it was meant for. */
 function loginExpired(why: string): UnauthenticatedError {
-  return new UnauthenticatedError('UNAUTHENTICATED', `login expired: run sbx login --device (${why})`);
+  return new UnauthenticatedError(`login expired: run sbx login --device (${why})`);
 }
 
 const expiresAtMs = (tokens: OidcTokens): number | undefined =>

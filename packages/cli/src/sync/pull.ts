@@ -23,10 +23,7 @@ export async function pull(t: SyncTarget): Promise<void> {
     t.report.record({ action: 'ignore', path: rel, reason });
   });
   if (remote === undefined)
-    throw new NotFoundError(
-      'NOT_FOUND',
-      `sync: ${t.thread}:${t.remoteRoot}: no such directory in the sandbox`,
-    );
+    throw new NotFoundError(`sync: ${t.thread}:${t.remoteRoot}: no such directory in the sandbox`);
   await mkdir(t.localRoot, { recursive: true });
   const local = await walkLocal(t.localRoot);
   const plan = planSync(remote, local, t.deleteExtra, (rel) => unchanged(t, rel, local, remote));
@@ -99,7 +96,6 @@ function requireSameSandbox(t: SyncTarget): void {
   const now = t.currentSandbox();
   if (now === t.sandboxAtStart) return;
   throw new ConflictError(
-    'CONFLICT',
     `sync: the thread's sandbox changed during the sync (${t.sandboxAtStart ?? 'none'} → ${now ?? 'none'}); ` +
       `--delete refused, nothing was deleted: check sbx ls ${t.thread}: and run the sync again`,
   );
