@@ -29,6 +29,8 @@ export interface AgentProcessOptions {
 const MAX_LOGGED_LINE = 4096;
 const RECENT_LINES = 20;
 const STDERR_SETTLE_MS = 200;
+/** What `keyctl session -` (agent-command.ts) says before the agent runs: not the agent's last words. */
+const LAUNCHER_NOTICE = /^Joined session keyring: \d+$/;
 
 /**
  * One agent child process in its own process group (so a signal reaches the agent
@@ -147,7 +149,7 @@ export class AgentProcess {
       onLine(raw);
       // The agent's logger scrubs tokens already; scrubbing again costs little and guards the broker's log.
       const line = scrubText(raw.length > MAX_LOGGED_LINE ? `${raw.slice(0, MAX_LOGGED_LINE)}…` : raw);
-      if (name === 'stderr') this.#recent.push(line.slice(0, 300));
+      if (name === 'stderr' && !LAUNCHER_NOTICE.test(line)) this.#recent.push(line.slice(0, 300));
       if (this.#recent.length > RECENT_LINES) this.#recent.shift();
       if (options.logger.isLevelEnabled('debug'))
         options.logger.debug(
