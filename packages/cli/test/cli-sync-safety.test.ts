@@ -1,16 +1,18 @@
 // `sbx sync` (a real process) where the local side is not what it seems (a symlink where
 // the sandbox has a directory, names the agent refuses) and a `--watch` that outlives an
 // outage of both the broker and the agent.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { CliStore } from '../src/store.js';
-import { SBX_BIN, logInAndEnsure, sbxEnv, sbxRunner, type SbxRunner } from './support.js';
+import { logInAndEnsure, sbxRunner, type SbxRunner } from './support.js';
 import { TcpRelay } from './tcp-relay.js';
+import { startWatch } from './watch-process.js';
 
 const SLOW = 120_000;
+/** An outage and a recovery waited through on a loaded machine: more room than one sync needs. */
+const OUTAGE = 240_000;
 const THREAD = 'thr_safety';
 let real: RealBroker;
 let cli: SbxRunner;
@@ -121,38 +123,27 @@ describe('sbx sync --watch through an outage', () => {
       mkdirSync(dir);
       writeFileSync(path.join(dir, 'first.txt'), 'first\n');
 
-      const child = spawn(process.execPath, [SBX_BIN, 'sync', dir, 'thr_outage:/w', '--watch'], {
-        env: sbxEnv(viaRelays.home),
-      });
-      const output = { stdout: '', stderr: '' };
-      child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
-      child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      const waitFor = async (stream: 'stdout' | 'stderr', pattern: RegExp): Promise<void> => {
-        const deadline = Date.now() + 60_000;
-        while (!pattern.test(output[stream])) {
-          if (Date.now() > deadline || child.exitCode !== null)
-            throw new Error(`no ${String(pattern)} on ${stream}:\n${output.stdout}\n${output.stderr}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      };
+      const watch = startWatch(viaRelays.home, [dir, 'thr_outage:/w']);
       try {
-        await waitFor('stdout', /^uploaded +first\.txt/m);
+        await watch.waitFor('stdout', /^uploaded +first\.txt/m);
+        // The watch has begun (a change before that is sync-watch-start.test.ts's case).
+        await watch.waitFor('stderr', /^watching .*watched → thr_outage:\/w/m);
         await agent.down();
         await broker.down();
         writeFileSync(path.join(dir, 'later.txt'), 'during the outage\n');
-        await waitFor('stderr', /retrying in 5 s/);
+        // The failed pass says so; how long it waits before the next one is not the point.
+        await watch.waitFor('stderr', /; retrying in \d+ s$/m);
         // The broker is back; the cached agent address stays dead: only a new negotiation helps.
         await broker.up();
-        await waitFor('stdout', /^uploaded +later\.txt/m);
+        await watch.waitFor('stdout', /^uploaded +later\.txt/m);
         expect(await sandboxSh(viaRelays, 'thr_outage', 'cat w/later.txt')).toBe('during the outage\n');
-        child.kill('SIGTERM');
-        expect(await exited).toBe(0);
+        watch.child.kill('SIGTERM');
+        expect(await watch.exited).toBe(0);
       } finally {
-        child.kill('SIGKILL');
+        watch.child.kill('SIGKILL');
         await viaRelays.sbx(['release', 'thr_outage']);
       }
     },
-    SLOW,
+    OUTAGE,
   );
 });

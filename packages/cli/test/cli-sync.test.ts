@@ -1,4 +1,3 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   appendFileSync,
@@ -13,7 +12,8 @@ import {
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
-import { SBX_BIN, logInAndEnsure, sbxEnv, sbxRunner, type SbxRunner } from './support.js';
+import { logInAndEnsure, sbxRunner, type SbxRunner } from './support.js';
+import { startWatch } from './watch-process.js';
 
 const SLOW = 120_000;
 const THREAD = 'thr_sync';
@@ -194,10 +194,10 @@ describe('sbx sync --watch', () => {
     async () => {
       mkdirSync(local('live'));
       writeFileSync(local('live', 'first.txt'), 'first\n');
-      const watcher = startWatch([local('live'), `${THREAD}:/live`]);
+      const watcher = startWatch(cli.home, [local('live'), `${THREAD}:/live`]);
       try {
         await watcher.waitFor('stderr', /watching .*live → thr_sync:\/live/);
-        expect(watcher.stdout()).toMatch(/^uploaded +first\.txt/m);
+        expect(watcher.output('stdout')).toMatch(/^uploaded +first\.txt/m);
         writeAtomically(local('live', 'later.txt'), 'written after the start\n');
         await watcher.waitFor('stdout', /^uploaded +later\.txt \(24 B\)$/m);
         expect(await remoteText('/live/later.txt')).toBe('written after the start\n');
@@ -208,7 +208,9 @@ describe('sbx sync --watch', () => {
 
         watcher.child.kill('SIGTERM');
         expect(await watcher.exited).toBe(0);
-        expect(watcher.stdout()).toMatch(/^push .* → thr_sync:\/live: 3 uploaded, 1 directories created, /m);
+        expect(watcher.output('stdout')).toMatch(
+          /^push .* → thr_sync:\/live: 3 uploaded, 1 directories created, /m,
+        );
       } finally {
         watcher.child.kill('SIGKILL');
       }
@@ -234,32 +236,3 @@ describe('sbx sync: mistakes', () => {
     SLOW,
   );
 });
-
-interface Watch {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly exited: Promise<number | null>;
-  stdout(): string;
-  waitFor(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<void>;
-}
-
-/** `sbx sync … --watch` as a long-running process whose output the test polls. */
-function startWatch(args: readonly string[]): Watch {
-  const child = spawn(process.execPath, [SBX_BIN, 'sync', ...args, '--watch'], { env: sbxEnv(cli.home) });
-  const output = { stdout: '', stderr: '' };
-  child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return {
-    child,
-    exited,
-    stdout: () => output.stdout,
-    async waitFor(stream, pattern) {
-      const deadline = Date.now() + 60_000;
-      while (!pattern.test(output[stream])) {
-        if (Date.now() > deadline || child.exitCode !== null)
-          throw new Error(`no ${String(pattern)} on ${stream}:\n${output.stdout}\n${output.stderr}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    },
-  };
-}

@@ -1,7 +1,7 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { REDACTED, scrubText, scrubValue } from './redact.js';
 
-export type { Logger } from 'pino';
+export type { DestinationStream, Logger } from 'pino';
 
 export interface LoggerConfig {
   readonly service: string;
@@ -43,4 +43,25 @@ export function createLogger(config: LoggerConfig): Logger {
   // Standard output is written asynchronously: a synchronous write per request line was a
   // measurable share of a small request's latency. Services flush before they exit.
   return pino(options, config.destination ?? pino.destination({ dest: 1, sync: false }));
+}
+
+/**
+ * A destination that turns each JSON line into pino-pretty's human-readable form on `output`.
+ * The line was redacted and scrubbed before it got here, so pretty output is as clean as JSON.
+ * Loaded on demand: the agent, JSON only, does not pay pino-pretty's import at every start.
+ * Synchronous on purpose: a terminal is written synchronously anyway, and a line is never
+ * left behind at exit. `colorize` defaults to pino-pretty's guess (a terminal, NO_COLOR).
+ */
+export async function prettyDestination(
+  output: NodeJS.WritableStream,
+  options: { readonly colorize?: boolean } = {},
+): Promise<DestinationStream> {
+  const { prettyFactory } = await import('pino-pretty');
+  const prettify = prettyFactory({
+    ...options,
+    // `name` already says which service; pid and hostname are not in the records.
+    ignore: 'service',
+    translateTime: 'SYS:HH:MM:ss.l',
+  });
+  return { write: (line: string) => void output.write(prettify(line)) };
 }

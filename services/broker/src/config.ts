@@ -41,6 +41,7 @@ const BrokerEnv = z.object({
   IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(900),
   HARD_TTL_SECONDS: z.coerce.number().int().min(60).default(28_800),
   LOG_LEVEL: envLogLevel,
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
 });
 
 const brokerRules: readonly EnvRule[] = [
@@ -73,6 +74,8 @@ export interface BrokerConfig {
   readonly idleTimeoutSeconds: number;
   readonly hardTtlSeconds: number;
   readonly logLevel: string;
+  /** Absent: pretty on a terminal, JSON otherwise (main.ts decides, it sees standard output). */
+  readonly logFormat?: 'json' | 'pretty';
 }
 
 /** The broker's only reader of the environment. */
@@ -107,5 +110,6 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     idleTimeoutSeconds: e.IDLE_TIMEOUT_SECONDS,
     hardTtlSeconds: e.HARD_TTL_SECONDS,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
   };
 }

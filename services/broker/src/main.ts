@@ -1,5 +1,11 @@
 import { createServer } from 'node:http';
-import { ConfigError, createLogger, type Logger } from '@sbx/service-kit';
+import {
+  ConfigError,
+  createLogger,
+  prettyDestination,
+  type DestinationStream,
+  type Logger,
+} from '@sbx/service-kit';
 import { createBrokerSystem, type BrokerSystem } from './broker-system.js';
 import { loadBrokerConfig, type BrokerConfig } from './config.js';
 import { BROKER_VERSION } from './version.js';
@@ -47,9 +53,19 @@ function banner(url: string, config: BrokerConfig, system: BrokerSystem): string
   return `${lines.join('\n')}\n\n`;
 }
 
+/** Pretty lines for a person at a terminal (or LOG_FORMAT=pretty); JSON lines for collectors. */
+async function logDestination(config: BrokerConfig): Promise<DestinationStream | undefined> {
+  const format = config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json');
+  return format === 'pretty' ? prettyDestination(process.stdout) : undefined;
+}
+
 async function main(): Promise<void> {
   const config = loadBrokerConfig();
-  const logger = createLogger({ service: 'broker', level: config.logLevel });
+  const logger = createLogger({
+    service: 'broker',
+    level: config.logLevel,
+    destination: await logDestination(config),
+  });
   const system = await createBrokerSystem(config, logger, now);
   const server = createServer(system.app);
   const host = hostFor(config, system, logger);

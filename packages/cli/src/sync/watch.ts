@@ -62,6 +62,9 @@ class PushWatcher {
     this.o.stop.addEventListener('abort', onStop, { once: true });
     this.#cleanups.push(() => this.o.stop.removeEventListener('abort', onStop));
     this.#startWatcher();
+    // What changed between the initial push's scan and the watcher's start raised no event
+    // (a big push takes long): one rescan now, against the pushed tree, catches it.
+    this.#schedule(0);
     const beat = setInterval(() => void this.o.heartbeat().catch(() => undefined), HEARTBEAT_MS);
     this.#cleanups.push(() => clearInterval(beat));
     return done;
