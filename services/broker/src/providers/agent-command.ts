@@ -20,8 +20,16 @@ export function agentLaunchCommand(command: AgentCommand, limits: SandboxLimits)
   const limited = existsSync(PRLIMIT)
     ? {
         file: PRLIMIT,
-        args: [`--nproc=${limits.maxProcesses}`, `--fsize=${limits.maxFileBytes}`, '--', command.file, ...command.args],
+        args: [
+          `--nproc=${limits.maxProcesses}`,
+          `--fsize=${limits.maxFileBytes}`,
+          '--',
+          command.file,
+          ...command.args,
+        ],
       }
     : command;
-  return existsSync(KEYCTL) ? { file: KEYCTL, args: ['session', '-', limited.file, ...limited.args] } : limited;
+  return existsSync(KEYCTL)
+    ? { file: KEYCTL, args: ['session', '-', limited.file, ...limited.args] }
+    : limited;
 }

@@ -26,16 +26,13 @@ import {
 } from './provider.js';
 import {
   readSandboxRecord,
-  recordedHostUids,
-  removeSandboxFiles,
   sandboxFilesExist,
   sandboxPaths,
-  writeSandboxFiles,
   type SandboxPaths,
   type SandboxRecord,
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
-import { pickSandboxUid } from './sandbox-users.js';
+import { prepareSandbox, removeSandbox } from './sandbox-preparation.js';
 import { SerialQueue } from './serial-queue.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
@@ -50,9 +47,6 @@ interface LiveAgent {
   /** Set when the provider itself ends the agent, so its exit is not reported as a crash. */
   expectedExit: boolean;
 }
-
-/** Allocations of host uids are serialised under this key of the queue. */
-const UID_ALLOCATION = '\u0000uids';
 
 /**
  * Sandboxes as agent processes on this host, one per sandbox, started by the broker.
@@ -103,11 +97,11 @@ export class LocalProvider implements SandboxProvider {
         throw sandboxExists(spec.sandboxId);
       this.#assertNetworkPolicy(base);
       try {
-        const record = await this.#withHostUser(base, paths, spec.signingKey);
+        const record = await prepareSandbox(this.#settings, this.#queue, base, paths, spec.signingKey);
         return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
       } catch (err) {
         // A sandbox that never came up leaves nothing behind.
-        await removeSandboxFiles(paths);
+        await removeSandbox(this.#settings, paths);
         this.#failed.delete(spec.sandboxId);
         throw err instanceof SbxError
           ? err
@@ -126,6 +120,7 @@ export class LocalProvider implements SandboxProvider {
       const record = await readSandboxRecord(paths);
       if (record === undefined) throw sandboxNotFound(sandboxId);
       this.#assertNetworkPolicy(record);
+      await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
       // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
       return this.#launch(this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined }, paths);
     });
@@ -145,7 +140,7 @@ export class LocalProvider implements SandboxProvider {
     await this.#queue.run(sandboxId, async () => {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       await this.#end(sandboxId, paths);
-      await removeSandboxFiles(paths);
+      await removeSandbox(this.#settings, paths);
     });
   }
 
@@ -191,17 +186,6 @@ export class LocalProvider implements SandboxProvider {
       throw providerUnavailable('network-off sandboxes need bubblewrap isolation, which this host lacks');
     if (record.network === 'on' && this.#settings.networkRefusal !== undefined)
       throw providerUnavailable(this.#settings.networkRefusal);
-  }
-
-  /** Writes the sandbox's files, with a host user of its own when the broker is root. */
-  async #withHostUser(base: SandboxRecord, paths: SandboxPaths, key: SandboxSpec['signingKey']) {
-    if (!this.#settings.sandboxUsers) return writeSandboxFiles(paths, base, key).then(() => base);
-    // One allocation at a time: two sandboxes never pick the same uid.
-    return this.#queue.run(UID_ALLOCATION, async () => {
-      const record = { ...base, hostUid: pickSandboxUid(await recordedHostUids(this.#settings.dataDir)) };
-      await writeSandboxFiles(paths, record, key);
-      return record;
-    });
   }
 
   async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
@@ -272,6 +256,7 @@ export class LocalProvider implements SandboxProvider {
     this.#failed.delete(sandboxId);
     const record = live?.record ?? (await readSandboxRecord(paths).catch(() => undefined));
     await sweepSandbox(sandboxId, paths.workspace, record?.hostUid, this.#settings.cgroups);
+    await this.#settings.volumes?.unmount(paths.workspace);
   }
 
   #agentEnded(sandboxId: string, live: LiveAgent, exit: AgentExit): void {

@@ -11,6 +11,7 @@ import {
 } from './isolation.js';
 import { detectCgroups, type SandboxCgroups } from './sandbox-cgroups.js';
 import { PROBE_UID } from './sandbox-users.js';
+import { detectWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volumes.js';
 import { providerUnavailable, type AgentExitListener } from './provider.js';
 
 export interface LocalProviderOptions {
@@ -49,6 +50,8 @@ export interface LocalSettings {
   readonly sandboxUsers: boolean;
   /** A cgroup per sandbox when this host lets the broker make them; undefined: rlimits only. */
   readonly cgroups: SandboxCgroups | undefined;
+  /** A workspace volume of bounded size per sandbox where the host allows; undefined: a plain directory. */
+  readonly volumes: WorkspaceVolumes | undefined;
   readonly command: AgentCommand;
   readonly hiddenPaths: readonly string[];
   readonly startTimeoutMs: number;
@@ -89,6 +92,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
         : undefined,
     sandboxUsers,
     cgroups,
+    volumes: sandboxUsers ? detectWorkspaceVolumes() : undefined,
     command: options.agentCommand ?? (await prepareAgentBundle(dataDir)),
     // The real path only: a symlink to it leads into the hidden tmpfs anyway.
     hiddenPaths,

@@ -15,6 +15,8 @@ export interface SandboxPaths {
   readonly stateDir: string;
   readonly keyFile: string;
   readonly recordFile: string;
+  /** The workspace's volume image, where the host allows one (workspace-volumes.ts). */
+  readonly volumeFile: string;
 }
 
 /** What is remembered about a sandbox between agent runs (no key material). */
@@ -36,6 +38,7 @@ export function sandboxPaths(dataDir: string, sandboxId: string): SandboxPaths {
     stateDir,
     keyFile: path.join(stateDir, 'agent.key'),
     recordFile: path.join(stateDir, 'sandbox.json'),
+    volumeFile: path.join(stateDir, 'workspace.img'),
   };
 }
 

@@ -37,6 +37,7 @@ export const DEFAULT_TENANT_POLICY: Readonly<Omit<TenantPolicyRecord, 'tenantId'
     maxMemoryMb: 2048,
     cpuMillicores: 1000,
     maxFileSizeMb: 1024,
+    maxDiskMb: 10240,
   });
 
 export const DEFAULT_CLIENT_POLICY: Readonly<Omit<ClientPolicyRecord, 'clientId' | 'updatedAt'>> =

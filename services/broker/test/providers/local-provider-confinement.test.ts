@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Dataplane, SandboxSpec } from '../../src/providers/provider.js';
 import { contractSpec } from './provider-contract.js';
-import { processesWorkingIn, startLocalKit, tokenFor, type LocalKit } from './local-provider-kit.js';
+import { isAlive, processesOfSandbox, startLocalKit, tokenFor, type LocalKit } from './local-provider-kit.js';
 
 interface ExecResult {
   readonly exit_code: number | null;
@@ -77,9 +77,9 @@ describe('local provider: user processes under bubblewrap', () => {
     const created = await kit.provider.create(other);
     const started = await call(created.dataplane, other, '/v1/processes', { argv: ['sleep', '300'] });
     expect(started.status).toBe(201);
-    const workspace = path.join(kit.dataDir, 'workspaces', other.sandboxId);
-    expect(processesWorkingIn(workspace).length).toBeGreaterThan(0);
+    const running = processesOfSandbox(kit.dataDir, other.sandboxId);
+    expect(running.length).toBeGreaterThan(0);
     await kit.provider.destroy(other.sandboxId);
-    expect(processesWorkingIn(workspace)).toEqual([]);
+    expect(running.filter(isAlive)).toEqual([]);
   });
 });

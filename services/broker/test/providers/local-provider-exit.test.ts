@@ -2,14 +2,14 @@
 // process 'exit' hook). The agent here runs without its stdin lifeline, so the hook
 // is the only thing that can end it.
 import { execFile } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { prepareAgentBundle } from '../../src/providers/agent-bundle.js';
-import { agentPidsOf, isAlive, newDataDir } from './local-provider-kit.js';
+import { agentPidsOf, isAlive, newDataDir, removeDataDir } from './local-provider-kit.js';
 
 const dataDir = newDataDir();
 const sandboxId = `sb_exit_${process.pid}`;
@@ -32,7 +32,7 @@ process.exit(0);`;
 afterAll(() => {
   // Only when the test failed is there an agent left to end.
   for (const pid of agentPidsOf(sandboxId)) process.kill(pid, 'SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
+  removeDataDir(dataDir);
 });
 
 describe('local provider: broker exit', () => {

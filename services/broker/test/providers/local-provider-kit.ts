@@ -1,5 +1,6 @@
 // A local provider on a fresh temporary data directory, with its log captured, and
 // /proc helpers to see which processes belong to a sandbox.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -15,6 +16,19 @@ export interface LocalKit {
   /** Every line the broker logged, debug included. */
   readonly logs: string[];
   dispose(): Promise<void>;
+}
+
+/**
+ * Deletes a data directory, unmounting the workspace volumes a broker that never closed
+ * (killed, or exited without close()) left mounted in it.
+ */
+export function removeDataDir(dataDir: string): void {
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '')
+    .filter((target) => target.startsWith(`${dataDir}/`));
+  for (const target of mounts) execFileSync('umount', ['-l', target]);
+  rmSync(dataDir, { recursive: true, force: true });
 }
 
 export function newDataDir(): string {
@@ -49,7 +63,7 @@ export async function startLocalKit(options: Partial<LocalProviderOptions> = {})
     logs,
     async dispose() {
       await provider.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir(dataDir);
     },
   };
 }
@@ -94,6 +108,24 @@ export function cmdlineOf(pid: number): string {
 /** Live agent processes of a sandbox: the agent is the process whose environment names it. */
 export function agentPidsOf(sandboxId: string): number[] {
   return procPids().filter((pid) => isAlive(pid) && environOf(pid).includes(`SANDBOX_ID=${sandboxId}`));
+}
+
+/**
+ * Live processes of a sandbox's own host user (a root broker gives each sandbox one): under
+ * bubblewrap the way to find them, since their working directory lies in the sandbox's own
+ * mount of the workspace, which /proc shows relative to that mount.
+ */
+export function processesOfSandbox(dataDir: string, sandboxId: string): number[] {
+  const record = JSON.parse(
+    readFileSync(path.join(dataDir, 'sandboxes', sandboxId, 'sandbox.json'), 'utf8'),
+  ) as { hostUid?: number };
+  if (record.hostUid === undefined) throw new Error('the sandbox has no host user of its own');
+  return procPids().filter(
+    (pid) =>
+      isAlive(pid) &&
+      /^Uid:\s+(\d+)/m.exec(readOrEmpty(() => readFileSync(`/proc/${pid}/status`, 'utf8')))?.[1] ===
+        String(record.hostUid),
+  );
 }
 
 export function processesWorkingIn(dir: string): number[] {

@@ -16,6 +16,7 @@ const LIMITS: SandboxLimits = {
   memoryBytes: 512 * MIB,
   cpuMillicores: 500,
   maxFileBytes: 8 * MIB,
+  diskBytes: 24 * MIB,
 };
 
 function authed(door: Door, scopes: string[], init: RequestInit = {}): RequestInit {
@@ -127,5 +128,25 @@ asRoot('sandbox limits', () => {
     expect(upload.status).toBe(413);
     expect(((await upload.json()) as { error: { code: string } }).error.code).toBe('PAYLOAD_TOO_LARGE');
     expect(await exec(limited, 'ls upload.bin 2>&1; echo done')).toMatchObject({ exit_code: 0 });
+  });
+
+  it('stops a disk filler at the workspace size with "no space", through a process and the file API', async () => {
+    const filler = await exec(
+      limited,
+      'for i in 1 2 3 4 5; do head -c 7M /dev/zero > fill-$i || { echo "full at $i"; break; }; done; df -k . | tail -1',
+    );
+    expect(filler.stderr).toContain('No space left on device');
+    expect(filler.stdout).toMatch(/^full at [2-4]$/m);
+    const upload = await fetch(`${limited.dataplane.httpBaseUrl}/files/more.bin`, {
+      ...authed(limited, ['fs:rw'], { method: 'PUT', body: Buffer.alloc(7 * MIB) }),
+    });
+    expect(upload.status).toBe(507);
+    // The host's disk and the neighbour are untouched; freeing space makes room again.
+    expect(await exec(neighbour, 'head -c 7M /dev/zero > ok && echo wrote')).toMatchObject({
+      stdout: 'wrote\n',
+    });
+    expect(await exec(limited, 'rm -f fill-* && head -c 7M /dev/zero > again && echo wrote')).toMatchObject({
+      stdout: 'wrote\n',
+    });
   });
 });

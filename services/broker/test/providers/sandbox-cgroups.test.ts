@@ -7,7 +7,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { detectCgroups } from '../../src/providers/sandbox-cgroups.js';
 
-const LIMITS = { maxProcesses: 100, memoryBytes: 256 * 1024 * 1024, cpuMillicores: 1500, maxFileBytes: 1 };
+const LIMITS = {
+  maxProcesses: 100,
+  memoryBytes: 256 * 1024 * 1024,
+  cpuMillicores: 1500,
+  maxFileBytes: 1,
+  diskBytes: 1,
+};
 
 describe('sandbox cgroups on cgroup v2 (model tree, no v2 host here)', () => {
   let root = '';

@@ -49,6 +49,7 @@ export async function effectivePolicy(
       memoryBytes: stored.maxMemoryMb * MIB,
       cpuMillicores: stored.cpuMillicores,
       maxFileBytes: stored.maxFileSizeMb * MIB,
+      diskBytes: stored.maxDiskMb * MIB,
     },
   };
 }

@@ -1,0 +1,45 @@
+import type { SigningKey } from '@sbx/tokens';
+import type { LocalSettings } from './local-settings.js';
+import {
+  recordedHostUids,
+  removeSandboxFiles,
+  writeSandboxFiles,
+  type SandboxPaths,
+  type SandboxRecord,
+} from './sandbox-layout.js';
+import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
+import { pickSandboxUid } from './sandbox-users.js';
+import type { SerialQueue } from './serial-queue.js';
+
+/** Allocations of host uids are serialised under this key of the provider's queue. */
+const UID_ALLOCATION = '\u0000uids';
+
+/**
+ * Writes a new sandbox's files: a host user of its own when the broker is root (one
+ * allocation at a time, so two sandboxes never pick the same uid), and a workspace
+ * volume of the tenant's size where the host allows one.
+ */
+export async function prepareSandbox(
+  settings: LocalSettings,
+  queue: SerialQueue,
+  base: SandboxRecord,
+  paths: SandboxPaths,
+  key: SigningKey,
+): Promise<SandboxRecord> {
+  const record = settings.sandboxUsers
+    ? await queue.run(UID_ALLOCATION, async () => {
+        const withUser = { ...base, hostUid: pickSandboxUid(await recordedHostUids(settings.dataDir)) };
+        await writeSandboxFiles(paths, withUser, key);
+        return withUser;
+      })
+    : await writeSandboxFiles(paths, base, key).then(() => base);
+  const bytes = (record.limits ?? DEFAULT_SANDBOX_LIMITS).diskBytes;
+  await settings.volumes?.create(paths.volumeFile, paths.workspace, bytes, record.hostUid);
+  return record;
+}
+
+/** Deletes a sandbox's files, its workspace volume unmounted first. */
+export async function removeSandbox(settings: LocalSettings, paths: SandboxPaths): Promise<void> {
+  await settings.volumes?.unmount(paths.workspace);
+  await removeSandboxFiles(paths);
+}

@@ -1,0 +1,66 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, open, readFile, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const MKFS = '/usr/sbin/mkfs.ext4';
+const MOUNT_TIMEOUT_MS = 30_000;
+
+/**
+ * A workspace of bounded size: an ext4 image of the sandbox's own (sparse, so it takes
+ * only what is written), loop-mounted on the workspace directory. Everything written there
+ * — by a process or through the file API — then meets "No space left on device" at the
+ * tenant's `max_disk_mb`, without touching the host's free space or other sandboxes.
+ * Needs root and loop devices; elsewhere the workspace is a plain directory (docs/security.md).
+ */
+export interface WorkspaceVolumes {
+  /** Makes the image (owned inside by `uid`) and mounts it on `workspace`. */
+  create(image: string, workspace: string, bytes: number, uid: number | undefined): Promise<void>;
+  /** Mounts an existing image again (a resume), unless it is mounted already. */
+  mount(image: string, workspace: string): Promise<void>;
+  /** Unmounts the workspace if it is a mount; its processes must be gone. */
+  unmount(workspace: string): Promise<void>;
+}
+
+export function detectWorkspaceVolumes(): WorkspaceVolumes | undefined {
+  const usable = process.getuid?.() === 0 && existsSync('/dev/loop-control') && existsSync(MKFS);
+  return usable ? loopVolumes : undefined;
+}
+
+const loopVolumes: WorkspaceVolumes = {
+  async create(image, workspace, bytes, uid) {
+    const file = await open(image, 'wx', 0o600);
+    try {
+      await file.truncate(bytes);
+    } finally {
+      await file.close();
+    }
+    const owner = uid === undefined ? [] : ['-E', `root_owner=${uid}:${uid}`];
+    await run(MKFS, ['-q', '-F', '-m', '0', ...owner, image], { timeout: MOUNT_TIMEOUT_MS });
+    await mountImage(image, workspace);
+    // ext4's lost+found is root's: an empty workspace shows nothing it did not make.
+    await rmdir(path.join(workspace, 'lost+found')).catch(() => undefined);
+    // The volume's root replaces the directory's mode: the workspace stays its user's alone.
+    await chmod(workspace, 0o700);
+  },
+  async mount(image, workspace) {
+    if (!existsSync(image) || (await isMountPoint(workspace))) return;
+    await mountImage(image, workspace);
+  },
+  async unmount(workspace) {
+    if (await isMountPoint(workspace)) await run('umount', [workspace], { timeout: MOUNT_TIMEOUT_MS });
+  },
+};
+
+function mountImage(image: string, workspace: string): Promise<unknown> {
+  return run('mount', ['-o', 'loop,nosuid,nodev', image, workspace], { timeout: MOUNT_TIMEOUT_MS });
+}
+
+/** Whether `dir` is a mount point, from the kernel's own table (paths there escape spaces as \040). */
+async function isMountPoint(dir: string): Promise<boolean> {
+  const table = await readFile('/proc/self/mounts', 'utf8').catch(() => '');
+  const target = path.resolve(dir).replaceAll(' ', '\\040');
+  return table.split('\n').some((line) => line.split(' ')[1] === target);
+}
