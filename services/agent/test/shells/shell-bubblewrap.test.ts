@@ -37,7 +37,9 @@ describe('shells confined by bubblewrap', () => {
 
   it("runs in the sandbox's pid namespace with a read-only root and a writable workspace", async () => {
     const client = await ShellClient.start(url, agent.token(['shell']));
-    client.type('touch /usr/sbx-probe 2>/dev/null || echo RO-ROOT; touch ok && echo RW-WS; echo NS-$(ls /proc | grep -c "^[0-9]")');
+    client.type(
+      'touch /usr/sbx-probe 2>/dev/null || echo RO-ROOT; touch ok && echo RW-WS; echo NS-$(ls /proc | grep -c "^[0-9]")',
+    );
     const text = await client.waitFor(/^NS-\d+$/m);
     expect(text).toMatch(/^RO-ROOT$/m);
     expect(text).toMatch(/^RW-WS$/m);
