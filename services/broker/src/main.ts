@@ -71,17 +71,17 @@ async function main(): Promise<void> {
   const host = hostFor(config, system, logger);
   const port = await listen(server, host, config.port);
   const url = config.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  logger.info({ url, isolation: system.isolation }, 'broker listening');
-  process.stdout.write(banner(url, config, system));
-
   const stop = (signal: string): void => {
     logger.info({ signal }, 'broker stopping');
     server.closeAllConnections();
     server.close();
     void system.close().then(() => logger.flush(() => process.exit(0)));
   };
+  // Before anyone is told where the broker is: a SIGTERM right after the banner stops it cleanly.
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  logger.info({ url, isolation: system.isolation }, 'broker listening');
+  process.stdout.write(banner(url, config, system));
 }
 
 main().catch((err: unknown) => {

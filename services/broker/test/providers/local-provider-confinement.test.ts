@@ -80,6 +80,9 @@ describe('local provider: user processes under bubblewrap', () => {
     const running = processesOfSandbox(kit.dataDir, other.sandboxId);
     expect(running.length).toBeGreaterThan(0);
     await kit.provider.destroy(other.sandboxId);
+    // Killed processes finish exiting on their own time: wait for that, with a generous ceiling.
+    for (let polls = 0; polls < 500 && running.some(isAlive); polls++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(running.filter(isAlive)).toEqual([]);
   });
 });
