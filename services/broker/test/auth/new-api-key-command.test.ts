@@ -4,16 +4,16 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { loadBrokerConfig } from '../../src/config.js';
 import { createCallerAuthenticator } from '../../src/domain/auth/authenticate-caller.js';
 import { importBootstrapKey } from '../../src/domain/auth/bootstrap.js';
 import { isAdmin } from '../../src/domain/auth/principal.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
 import { parseApiKey } from '../../src/store/api-key-repository.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { backends, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { backends } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 const packageDir = fileURLToPath(new URL('../../', import.meta.url));
 const tsx = fileURLToPath(new URL('../../../../node_modules/.bin/tsx', import.meta.url));
@@ -36,15 +36,7 @@ function runScript(): { status: number | null; stdout: string; stderr: string } 
 }
 
 describe(`the ${SCRIPT} command [${backend.name}]`, () => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
-  beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
-  });
+  const broker = useBroker(backend);
 
   it('prints one new key in the broker format and nothing else, a different one each run', () => {
     const first = runScript();

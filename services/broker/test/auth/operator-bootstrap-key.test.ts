@@ -8,10 +8,10 @@ import { ConfigError } from '@sbx/service-kit';
 import { loadBrokerConfig } from '../../src/config.js';
 import { importBootstrapKey } from '../../src/domain/auth/bootstrap.js';
 import { createOidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { backends, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { backends } from '../support/test-database.js';
 import { startTestOidcIssuer, type TestOidcIssuer } from '../support/test-oidc-issuer.js';
+import { useBroker } from '../support/use-broker.js';
 import { OPERATOR_SECRETS } from './operator-secrets.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
@@ -30,22 +30,15 @@ function tampered(secret: string): string {
 }
 
 describe(`operator-chosen bootstrap keys [${backend.name}]`, () => {
-  const db = useTestDatabase(backend);
   let issuer: TestOidcIssuer;
-  let broker: BrokerHarness<FakeProvider>;
-
   beforeAll(async () => {
     issuer = await startTestOidcIssuer();
-    const oidc = createOidcVerifier({
-      issuer: issuer.issuer,
-      audience: issuer.audience,
-      jwksUri: issuer.jwksUri,
-    });
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider(), oidc });
   });
+  const broker = useBroker(backend, () => ({
+    oidc: createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, jwksUri: issuer.jwksUri }),
+  }));
+  const db = () => broker.database;
   afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
     await issuer.close();
   });
 

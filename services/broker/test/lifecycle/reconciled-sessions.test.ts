@@ -4,27 +4,19 @@
 // being answered with its dead address, and it no longer counts against the
 // tenant's quota of running sandboxes.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import request from 'supertest';
 import { GetBindingResponse, SessionResponse } from '@sbx/protocol';
 import { createLogger } from '@sbx/service-kit';
 import { reconcileAtStartup } from '../../src/domain/lifecycle/startup-reconcile.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
 import { ReaperRepository } from '../../src/store/reaper-repository.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('sessions after a start-up reconciliation (fake provider)', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
-
-  beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
-  });
+  const broker = useBroker(backend);
+  const db = () => broker.database;
 
   const keyFor = (tenantId = broker.tenantId) =>
     broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user', tenantId });

@@ -8,19 +8,18 @@ import { SessionResponse } from '@sbx/protocol';
 import { createCoordination } from '../../src/adapters/redis/create-coordination.js';
 import { isRedisReachable, TEST_REDIS_URL } from '../redis/coordination-harness.js';
 import type { Coordination } from '../../src/adapters/redis/coordination.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import type { FakeProvider } from '../../src/providers/fake-provider.js';
+import { bearer, type BrokerHarness } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('audit and rate limits', (backend) => {
-  const db = useTestDatabase(backend);
-  const provider = new FakeProvider();
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
+  const db = () => broker.database;
   let redis: Coordination;
   let limited: [BrokerHarness<FakeProvider>, BrokerHarness<FakeProvider>];
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider });
     // Two broker instances counting in one Redis; without Redis (outside CI) they share one
     // in-process store, which still proves the count is per principal across both.
     const useRedis = process.env['CI'] === 'true' || (await isRedisReachable(TEST_REDIS_URL));
@@ -29,15 +28,14 @@ describeEachBackend('audit and rate limits', (backend) => {
       keyPrefix: `test-${randomUUID()}`,
     });
     const rateLimits = { perWindow: { negotiate: 3, session: 100 }, windowMs: 60_000 };
+    // Closed by the fixture after these tests, before the afterAll below closes their Redis.
     limited = [
-      await startBrokerHarness({ database: db(), provider, coordination: redis, rateLimits }),
-      await startBrokerHarness({ database: db(), provider, coordination: redis, rateLimits }),
+      await broker.instance({ coordination: redis, rateLimits }),
+      await broker.instance({ coordination: redis, rateLimits }),
     ];
   });
   afterAll(async () => {
-    await Promise.all([broker.close(), ...limited.map((b) => b.close())]);
     await redis.close();
-    await provider.close();
   });
 
   it('writes one row per operation with request id, caller, actor, scope, session, sandbox, jti and scopes', async () => {

@@ -2,37 +2,38 @@
 // capabilities in either vocabulary, the three modes with BINDING_* errors,
 // GET / refresh-token / heartbeat / DELETE.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { GetBindingResponse, HeartbeatResponse, RefreshTokenResponse, SessionResponse } from '@sbx/protocol';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('full session protocol', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend, { settings: { idleTimeoutSeconds: 600, hardTtlSeconds: 7200 } });
+  const db = () => broker.database;
   let service: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({
-      database: db(),
-      provider: new FakeProvider(),
-      settings: { idleTimeoutSeconds: 600, hardTtlSeconds: 7200 },
-    });
     service = await broker.apiKey({
       scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
       principalType: 'service',
     });
   });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
-  });
 
   const negotiate = (key: string, body: object) =>
     request(broker.url).post('/v1/sandbox/sessions').set(bearer(key)).send(body);
   const workspace = () => ({ type: 'workspace', id: `ws_${randomUUID()}` }) as const;
+
+  it('is served by the broker as it ships: /healthz, the OpenAPI document, the reaper', async () => {
+    const health = await request(broker.url).get('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.body.checks).toEqual({ database: 'ok', coordination: 'ok' });
+    expect((await request(broker.url).get('/v1/openapi.json')).body.paths).toHaveProperty(
+      '/v1/sandbox/sessions',
+    );
+    await expect(broker.reaper.runOnce()).resolves.toBeDefined();
+  });
 
   it('grants the requested capabilities the actor may have, aliases normalized, with lease and policy', async () => {
     const scope = workspace();

@@ -2,24 +2,19 @@
 // answer exactly; the same key with another body is 422; a failure stores
 // nothing; concurrent duplicates run once; keys belong to their principal.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('Idempotency-Key', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
+  const db = () => broker.database;
   let key: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
     key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const ensure = (idempotencyKey: string, body: object, apiKey = key) =>

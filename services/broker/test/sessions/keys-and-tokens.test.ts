@@ -11,23 +11,17 @@ import { SessionResponse } from '@sbx/protocol';
 import { createVerifier } from '@sbx/tokens';
 import { KeyVault } from '../../src/domain/keys/key-vault.js';
 import { loadMasterKey, MASTER_KEY_FILE, MasterKey } from '../../src/domain/keys/master-key.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import {
-  bearer,
-  randomMasterKey,
-  startBrokerHarness,
-  type BrokerHarness,
-} from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer, randomMasterKey } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('sandbox keys and tokens', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
+  const db = () => broker.database;
   let a: SessionResponse;
   let b: SessionResponse;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
     const key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
     const ensure = async () =>
       SessionResponse.parse(
@@ -40,10 +34,6 @@ describeEachBackend('sandbox keys and tokens', (backend) => {
       );
     a = await ensure();
     b = await ensure();
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const keyOf = (session: SessionResponse) => broker.provider.specOf(session.binding.sandbox_id)!.signingKey;

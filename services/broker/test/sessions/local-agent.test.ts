@@ -7,32 +7,29 @@ import request from 'supertest';
 import { ThreadSandboxResponse } from '@sbx/protocol';
 import type { LocalProvider } from '../../src/providers/local-provider.js';
 import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { backends, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { backends } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
 
 describe(`negotiated tokens on real agents [${backend.name}]`, () => {
-  const db = useTestDatabase(backend);
-  let kit: LocalKit;
-  let broker: BrokerHarness<LocalProvider>;
+  let kit: LocalKit | undefined;
+  // The local provider, its agents' exits recorded by the broker; its data directory removed after the tests.
+  const broker = useBroker<LocalProvider>(backend, {
+    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+    settings: { provisioningWaitMs: 20_000 },
+  });
   let human: string;
   let agent: string;
 
   beforeAll(async () => {
-    kit = await startLocalKit({ isolation: 'none' });
-    broker = await startBrokerHarness({
-      database: db(),
-      provider: kit.provider,
-      settings: { provisioningWaitMs: 20_000 },
-    });
     const scopes = ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'];
     human = await broker.apiKey({ scopes, principalType: 'user' });
     agent = await broker.apiKey({ scopes, principalType: 'agent' });
   }, 60_000);
   afterAll(async () => {
-    await broker.close();
-    await kit.dispose();
+    await kit?.dispose();
   });
 
   const open = async (key: string, threadId: string, scopes: string[]) => {
@@ -92,6 +89,6 @@ describe(`negotiated tokens on real agents [${backend.name}]`, () => {
       204,
     );
     await expect(call(mine, '/files/hello.txt')).rejects.toThrow('fetch failed'); // nobody listens any more
-    expect(await kit.provider.status(mine.sandbox_id)).toBe('missing');
+    expect(await broker.provider.status(mine.sandbox_id)).toBe('missing');
   }, 60_000);
 });

@@ -2,26 +2,20 @@
 // release, reading only the MVP fields, with the token checked the way the
 // sandbox's agent checks it.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { MvpRefreshResponse, MvpSessionResponse, SessionResponse } from '@sbx/protocol';
 import { createVerifier } from '@sbx/tokens';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('MVP session flow', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
   let key: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
     key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const api = () => request(broker.url);

@@ -2,30 +2,21 @@
 // with the scope freed for a retry, 423 SANDBOX_STARTING with Retry-After while
 // someone else's sandbox is still coming up, and suspended sandboxes resumed.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { HeartbeatResponse, SessionResponse } from '@sbx/protocol';
 import { sandboxLockKey } from '../../src/domain/lifecycle/sandbox-lock.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('provisioning', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend, { settings: { provisioningWaitMs: 300 } });
+  const db = () => broker.database;
   let key: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({
-      database: db(),
-      provider: new FakeProvider(),
-      settings: { provisioningWaitMs: 300 },
-    });
     key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const ensure = (threadId: string) =>

@@ -2,30 +2,25 @@
 // wins, the attaching actor ends up on a live sandbox, and no live binding is
 // ever left on a sandbox that ended (the sandbox row lock serializes them).
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { SessionResponse } from '@sbx/protocol';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 const ROUNDS = 15;
 
 describeEachBackend('release racing attach', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
+  const db = () => broker.database;
   let key: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
     key = await broker.apiKey({
       scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox'],
       principalType: 'service',
     });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const ensure = (threadId: string, actor: object) =>

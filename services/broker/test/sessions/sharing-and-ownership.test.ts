@@ -6,37 +6,28 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { SessionResponse } from '@sbx/protocol';
 import { createOidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import {
-  ALL_CALLER_SCOPES,
-  bearer,
-  startBrokerHarness,
-  type BrokerHarness,
-} from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
 import { startTestOidcIssuer, type TestOidcIssuer } from '../support/test-oidc-issuer.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('sharing and ownership', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
   let issuer: TestOidcIssuer;
+  beforeAll(async () => {
+    issuer = await startTestOidcIssuer();
+  });
+  const broker = useBroker(backend, () => ({
+    oidc: createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, jwksUri: issuer.jwksUri }),
+  }));
+  const db = () => broker.database;
   let orchestrator: string;
 
   beforeAll(async () => {
-    issuer = await startTestOidcIssuer();
-    const oidc = createOidcVerifier({
-      issuer: issuer.issuer,
-      audience: issuer.audience,
-      jwksUri: issuer.jwksUri,
-    });
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider(), oidc });
     orchestrator = await broker.apiKey({
       scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
     });
   });
   afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
     await issuer.close();
   });
 

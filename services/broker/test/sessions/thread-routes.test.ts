@@ -1,30 +1,24 @@
 // Thread routes of the hybrid seed: negotiate with scopes and ttl, refresh
 // with the current token as proof of possession, heartbeat, release.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { ThreadHeartbeatResponse, ThreadRefreshResponse, ThreadSandboxResponse } from '@sbx/protocol';
 import { createVerifier, mintCapabilityToken, SigningKey } from '@sbx/tokens';
-import { FakeProvider } from '../../src/providers/fake-provider.js';
-import { bearer, startBrokerHarness, type BrokerHarness } from '../support/broker-harness.js';
-import { describeEachBackend, useTestDatabase } from '../support/test-database.js';
+import { bearer } from '../support/broker-harness.js';
+import { describeEachBackend } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
 
 describeEachBackend('thread routes', (backend) => {
-  const db = useTestDatabase(backend);
-  let broker: BrokerHarness<FakeProvider>;
+  const broker = useBroker(backend);
   let human: string;
   let agent: string;
 
   beforeAll(async () => {
-    broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
     const scopes = ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'];
     human = await broker.apiKey({ scopes, principalType: 'user', principalId: 'usr_dev' });
     // A delegated agent would share the owner; here a separate owner keeps its own sandbox.
     agent = await broker.apiKey({ scopes, principalType: 'agent' });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await broker.provider.close();
   });
 
   const path = (threadId: string, rest = '') => `/threads/${threadId}/sandbox${rest}`;

@@ -1,64 +1,57 @@
-// A real broker for tests: the session and thread routes behind real caller
-// authentication, on 127.0.0.1:0, over real repositories on a database the
-// test opened (useTestDatabase), a provider of the test's choosing (usually
-// FakeProvider) and in-process coordination unless one is given.
+// A real broker for tests: the broker's own assembly (assembleBroker: routes,
+// /healthz, OpenAPI, start-up reconciliation, reaper and purge loops) on
+// 127.0.0.1:0, over a database the test opened, a provider of the test's
+// choosing (usually FakeProvider) and in-process coordination unless one is given.
+// In a test file, useBroker() (use-broker.ts) does all of this for you.
 //
 //   const db = useTestDatabase(backend);
 //   const broker = await startBrokerHarness({ database: db(), provider: new FakeProvider() });
 //   const key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'] });
 //   await request(broker.url).post('/v1/sandbox/sessions').set(bearer(key)).send({…});
-//   await broker.close(); // closes the server, never the database
+//   await broker.close(); // closes the server and what the harness created, never the database or provider
 //
 // Two harnesses on one database (same `masterKey`) are two broker instances.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import express, { type Express, type Router } from 'express';
+import type { Express } from 'express';
 import { CALLER_SCOPES, type CallerScope } from '@sbx/protocol';
-import { assignRequestId, createLogger, errorHandler, notFound, type Logger } from '@sbx/service-kit';
+import { createLogger, type Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../src/adapters/redis/coordination.js';
 import { InProcessCoordination } from '../../src/adapters/redis/in-process-coordination.js';
-import { AuditTrail } from '../../src/domain/audit/audit-trail.js';
-import { createCallerAuthenticator } from '../../src/domain/auth/authenticate-caller.js';
+import type { AgentExitRelay } from '../../src/broker-adapters.js';
+import { assembleBroker, type Broker } from '../../src/broker-assembly.js';
 import type { OidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
-import {
-  DEFAULT_IDEMPOTENCY_SETTINGS,
-  IdempotencyGuard,
-  type IdempotencySettings,
-} from '../../src/domain/idempotency/idempotency-guard.js';
-import { KeyVault } from '../../src/domain/keys/key-vault.js';
+import type { IdempotencySettings } from '../../src/domain/idempotency/idempotency-guard.js';
+import type { KeyVault } from '../../src/domain/keys/key-vault.js';
 import { MasterKey } from '../../src/domain/keys/master-key.js';
-import {
-  DEFAULT_RATE_LIMITS,
-  RateLimiter,
-  type RateLimits,
-} from '../../src/domain/rate-limit/rate-limiter.js';
+import type { LeaseReaper } from '../../src/domain/lifecycle/lease-reaper.js';
+import type { RateLimits } from '../../src/domain/rate-limit/rate-limiter.js';
 import type { SessionSettings } from '../../src/domain/sessions/session-core.js';
-import { createSessionService, type SessionService } from '../../src/domain/sessions/session-service.js';
-import { authenticateCaller } from '../../src/http/auth/caller-auth-middleware.js';
-import { sessionRoutes } from '../../src/http/sessions/session-routes.js';
-import { threadRoutes } from '../../src/http/threads/thread-routes.js';
+import type { SessionService } from '../../src/domain/sessions/session-service.js';
 import type { SandboxProvider } from '../../src/providers/provider.js';
-import {
-  createRepositories,
-  type Database,
-  type PrincipalType,
-  type Repositories,
-} from '../../src/store/index.js';
+import type { Database, PrincipalType, Repositories } from '../../src/store/index.js';
 
 export interface BrokerHarnessOptions<P extends SandboxProvider> {
+  /** The test's: never closed by the harness. */
   readonly database: Database;
+  /** The test's: never closed by the harness. */
   readonly provider: P;
-  /** Default: a fresh in-process store (so rate limits never leak between harnesses). */
+  /** Where `provider` reports agent exits, when the test built it with `onAgentExit: relay.listener`. */
+  readonly agentExits?: AgentExitRelay;
+  /** Default: a fresh in-process store (so rate limits never leak between harnesses), closed with it. */
   readonly coordination?: Coordination;
   /** Default: a random one. Brokers sharing a database must share it. */
   readonly masterKey?: MasterKey;
   readonly settings?: Partial<SessionSettings>;
+  /** Default DEFAULT_RATE_LIMITS. */
   readonly rateLimits?: RateLimits;
   readonly idempotency?: Partial<IdempotencySettings>;
   /** Accept OIDC access tokens too (e.g. createOidcVerifier over test-oidc-issuer.ts). */
   readonly oidc?: OidcVerifier;
+  /** Run the lease reaper and the idempotency purge as the broker does (default true). */
+  readonly loops?: boolean;
   /** Default: debug level, captured into `logs`. */
   readonly logLevel?: string;
 }
@@ -73,16 +66,20 @@ export interface HarnessKeyOptions {
   readonly principalType?: PrincipalType;
 }
 
-export interface BrokerHarness<P extends SandboxProvider> {
+export interface BrokerHarness<P extends SandboxProvider> extends AsyncDisposable {
   readonly url: string;
   readonly app: Express;
   readonly server: Server;
+  /** The assembled broker behind `app`. */
+  readonly broker: Broker;
   readonly provider: P;
   readonly repositories: Repositories;
   readonly coordination: Coordination;
   readonly masterKey: MasterKey;
   readonly vault: KeyVault;
   readonly service: SessionService;
+  /** Started unless `loops: false`; `runOnce()` runs a round either way. */
+  readonly reaper: LeaseReaper;
   /** A tenant id unique to this harness, the default for `apiKey`. */
   readonly tenantId: string;
   /** Every log line the broker wrote (JSON). */
@@ -104,7 +101,7 @@ export function bearer(key: string): Record<string, string> {
   return { Authorization: `Bearer ${key}` };
 }
 
-function captureLogger(lines: string[], level: string): Logger {
+export function captureLogger(lines: string[], level = 'debug'): Logger {
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
       lines.push(chunk.toString('utf8'));
@@ -114,17 +111,15 @@ function captureLogger(lines: string[], level: string): Logger {
   return createLogger({ service: 'broker-test', level, destination: sink });
 }
 
-/** The broker's app shape (createApp's middleware order) with the given routers mounted. */
-export function brokerApp(logger: Logger, routers: readonly Router[]): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('query parser', 'simple');
-  app.use(assignRequestId);
-  app.use(express.json({ limit: '256kb' }));
-  for (const router of routers) app.use(router);
-  app.use(notFound);
-  app.use(errorHandler(logger));
-  return app;
+/** `resource` as the broker sees it when it is lent, not given: its close() does nothing. */
+export function borrowed<T extends { close(): Promise<void> }>(resource: T): T {
+  return new Proxy(resource, {
+    get(target, property) {
+      if (property === 'close') return async () => {};
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 export async function startBrokerHarness<P extends SandboxProvider>(
@@ -132,49 +127,59 @@ export async function startBrokerHarness<P extends SandboxProvider>(
 ): Promise<BrokerHarness<P>> {
   const logs: string[] = [];
   const logger = captureLogger(logs, options.logLevel ?? 'debug');
-  const repositories = createRepositories(options.database.prisma);
   const coordination =
     options.coordination ?? new InProcessCoordination({ keyPrefix: `test-${randomUUID()}` });
   const masterKey = options.masterKey ?? randomMasterKey();
-  const vault = new KeyVault(masterKey);
-  const audit = new AuditTrail(repositories.journal, logger);
-  const service = createSessionService({
-    repositories,
-    provider: options.provider,
-    vault,
-    audit,
-    coordination,
-    logger,
-    settings: options.settings,
-  });
-  const http = {
-    service,
-    audit,
-    authenticate: authenticateCaller(
-      createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: options.oidc }),
-      logger,
-    ),
-    rateLimiter: new RateLimiter(coordination, options.rateLimits ?? DEFAULT_RATE_LIMITS, logger),
-    idempotency: new IdempotencyGuard(repositories.idempotency, vault, {
-      ...DEFAULT_IDEMPOTENCY_SETTINGS,
-      ...options.idempotency,
-    }),
-  };
-  const app = brokerApp(logger, [sessionRoutes(http), threadRoutes(http)]);
-  const server = createServer(app);
+  let broker: Broker;
+  try {
+    broker = await assembleBroker(
+      {
+        logger,
+        clock: Date.now,
+        database: borrowed(options.database),
+        coordination: options.coordination === undefined ? coordination : borrowed(coordination),
+        provider: borrowed(options.provider),
+        agentExits: options.agentExits,
+        masterKey,
+        oidc: options.oidc,
+      },
+      {
+        sessions: options.settings,
+        rateLimits: options.rateLimits,
+        idempotency: options.idempotency,
+        loops: options.loops,
+      },
+    );
+  } catch (err) {
+    if (options.coordination === undefined) await coordination.close();
+    throw err;
+  }
+  const server = createServer(broker.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const tenantId = `tenant_${randomUUID()}`;
+  const { repositories } = broker;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await broker.close();
+    })();
+    return closing;
+  };
   return {
     url: `http://127.0.0.1:${port}`,
-    app,
+    app: broker.app,
     server,
+    broker,
     provider: options.provider,
     repositories,
     coordination,
     masterKey,
-    vault,
-    service,
+    vault: broker.vault,
+    service: broker.service,
+    reaper: broker.reaper,
     tenantId,
     logs,
     async apiKey(key) {
@@ -186,10 +191,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
       });
       return created.key;
     },
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      if (options.coordination === undefined) await coordination.close();
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }

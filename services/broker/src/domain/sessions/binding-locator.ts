@@ -4,20 +4,16 @@
 import type { SessionBindingRecord, SessionBindingRepository } from '../../store/index.js';
 import { assertOwns, type Principal } from '../auth/principal.js';
 import { defaultActor } from './actor-resolution.js';
-import { conflict, notFound, type ErrorFamily } from './session-errors.js';
+import { bindingConflict, bindingNotFound } from './session-errors.js';
 
 export type BindingLocator =
-  | { readonly kind: 'id'; readonly id: string; readonly family: ErrorFamily }
+  | { readonly kind: 'id'; readonly id: string }
   | {
       readonly kind: 'thread';
       readonly threadId: string;
       /** The sandbox the client believes it holds; another one is 409 BINDING_CONFLICT. */
       readonly sandboxId?: string | undefined;
     };
-
-export function familyOf(locator: BindingLocator): ErrorFamily {
-  return locator.kind === 'id' ? locator.family : 'binding';
-}
 
 /** For audit rows of refusals: what the request named. */
 export function locatorSubject(locator: BindingLocator): {
@@ -40,12 +36,7 @@ export async function locateBinding(
 ): Promise<SessionBindingRecord> {
   if (locator.kind === 'id') {
     const binding = await bindings.findByIdAnyOwner(locator.id);
-    assertOwns(
-      principal,
-      binding,
-      locator.family === 'session' ? 'SESSION_NOT_FOUND' : 'BINDING_NOT_FOUND',
-      `session ${locator.id} does not exist`,
-    );
+    assertOwns(principal, binding, 'BINDING_NOT_FOUND', `session ${locator.id} does not exist`);
     return binding;
   }
   const actor = defaultActor(principal);
@@ -57,10 +48,9 @@ export async function locateBinding(
     actorType: actor.type,
     actorId: actor.id,
   });
-  if (binding === null)
-    throw notFound('binding', `this caller holds no sandbox on thread ${locator.threadId}`);
+  if (binding === null) throw bindingNotFound(`this caller holds no sandbox on thread ${locator.threadId}`);
   if (locator.sandboxId !== undefined && locator.sandboxId !== binding.sandboxId) {
-    throw conflict('binding', `thread ${locator.threadId} is now served by another sandbox; negotiate again`);
+    throw bindingConflict(`thread ${locator.threadId} is now served by another sandbox; negotiate again`);
   }
   return binding;
 }

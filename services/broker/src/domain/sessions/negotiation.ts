@@ -5,8 +5,8 @@
 // Modes: `ensure` attaches to the scope's sandbox or creates it; `attach_only`
 // (MVP `get`) attaches only when the scope already has a sandbox (creating the
 // actor's binding if it has none, so a human can join the sandbox an agent
-// started) and is 404 otherwise; `create_only` is 409 when the scope already
-// has one.
+// started) and is 404 BINDING_NOT_FOUND otherwise; `create_only` is 409
+// BINDING_CONFLICT when the scope already has one.
 import { SbxError, type Actor, type CapabilityScope, type NegotiateRequest } from '@sbx/protocol';
 import type { OwnedScope, SessionBindingRecord, SandboxRecord } from '../../store/index.js';
 import type { AuditContext } from '../audit/audit-trail.js';
@@ -22,7 +22,7 @@ import {
   type SessionCore,
   type SessionWithToken,
 } from './session-core.js';
-import { conflict, notFound, sandboxStarting, type ErrorFamily } from './session-errors.js';
+import { bindingConflict, bindingNotFound, sandboxStarting } from './session-errors.js';
 import { newSessionId } from './session-ids.js';
 import { tokenLifetime, type EffectivePolicy } from './session-policy.js';
 
@@ -37,7 +37,6 @@ interface Wanted {
   readonly capabilities: readonly CapabilityScope[];
   readonly clientId: string | null;
   readonly policy: EffectivePolicy;
-  readonly family: ErrorFamily;
 }
 
 const MAX_ROUNDS = 4;
@@ -108,7 +107,6 @@ async function prepare(
     capabilities,
     clientId: client.clientId ?? null,
     policy,
-    family: request.mvp ? 'session' : 'binding',
   };
 }
 
@@ -119,7 +117,7 @@ async function acquire(
   mode: NegotiateRequest['mode'],
 ): Promise<Acquired> {
   const { sandboxes } = core.repositories;
-  const { scope, family } = wanted;
+  const { scope } = wanted;
   const named = `${scope.scopeType} ${scope.scopeId}`;
   if (mode !== 'create_only') {
     const held = await heldAndActive(core, wanted);
@@ -128,13 +126,13 @@ async function acquire(
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const existing = await sandboxes.findLiveByScope(scope);
     if (existing === null) {
-      if (mode === 'attach_only') throw notFound(family, `${named} has no sandbox session`);
+      if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
       await assertRoomForAgent(sandboxes, wanted.policy, scope.tenantId);
       const created = await core.lifecycle.create(context, scope, creatorBinding(wanted), wanted.policy);
       if (created !== null) return created;
       continue; // another request created it first: attach to theirs
     }
-    if (mode === 'create_only') throw conflict(family, `${named} already has a sandbox`);
+    if (mode === 'create_only') throw bindingConflict(`${named} already has a sandbox`);
     const ready = await core.lifecycle.ready(context, existing, wanted.policy);
     if (ready === null) continue;
     const binding = await bind(core, ready, wanted);

@@ -1,16 +1,16 @@
-// The two route families name the same failures differently: MVP routes speak
-// SESSION_*, the full protocol and the thread routes BINDING_* (session seed,
-// "Recommended HTTP/code mapping"). Both share SESSION_EXPIRED and SANDBOX_STARTING.
+// The domain's errors, in one vocabulary: bindings. A binding that is missing
+// (or someone else's) is BINDING_NOT_FOUND, a scope or thread that already has
+// what the request would create is BINDING_CONFLICT. The MVP routes rename
+// those two for their clients, once, at the HTTP edge
+// (http/sessions/mvp-error-codes.ts); the domain never knows which route asked.
 import { SbxError } from '@sbx/protocol';
 
-export type ErrorFamily = 'session' | 'binding';
-
-export function notFound(family: ErrorFamily, message: string): SbxError {
-  return new SbxError(family === 'session' ? 'SESSION_NOT_FOUND' : 'BINDING_NOT_FOUND', message);
+export function bindingNotFound(message: string): SbxError {
+  return new SbxError('BINDING_NOT_FOUND', message);
 }
 
-export function conflict(family: ErrorFamily, message: string): SbxError {
-  return new SbxError(family === 'session' ? 'SESSION_CONFLICT' : 'BINDING_CONFLICT', message);
+export function bindingConflict(message: string): SbxError {
+  return new SbxError('BINDING_CONFLICT', message);
 }
 
 export function sessionExpired(id: string): SbxError {

@@ -1,5 +1,6 @@
 // One service behind three route families (MVP sessions, full sessions,
-// thread routes): they differ in shapes and error names, not in behaviour.
+// thread routes): they differ in shapes, not in behaviour. The service speaks
+// bindings (BINDING_* errors); the MVP routes rename those at the HTTP edge.
 import type { NegotiateRequest } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';

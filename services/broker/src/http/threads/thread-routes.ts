@@ -1,6 +1,7 @@
 // Thread routes of the hybrid token-exchange seed (§2, §10), on the same
 // service as /v1/sandbox/sessions: the thread is the scope, the actor is the
-// caller itself, and errors use the BINDING_* names.
+// caller itself, and errors leave in the domain's own BINDING_* names (only the
+// MVP routes rename them, in http/sessions/mvp-error-codes.ts).
 //   POST   /threads/{thread_id}/sandbox            negotiate (ensure)
 //   POST   /threads/{thread_id}/sandbox/refresh    new token; current_token proves possession
 //   POST   /threads/{thread_id}/sandbox/heartbeat  extend the lease

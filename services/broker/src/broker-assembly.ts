@@ -1,0 +1,150 @@
+// The composition root: the broker wired from its adapters (broker-adapters.ts)
+// and settings. createBrokerSystem runs it on the adapters the configuration
+// opens; tests run it on theirs (a test database, a fake provider), so the
+// broker they exercise is the one that ships.
+import type { Express } from 'express';
+import { AuditTrail } from './domain/audit/audit-trail.js';
+import { ensureGeneratedAdminKey, importBootstrapKey } from './domain/auth/bootstrap.js';
+import type { IdempotencySettings } from './domain/idempotency/idempotency-guard.js';
+import { KeyVault } from './domain/keys/key-vault.js';
+import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
+import type { LeaseReaper } from './domain/lifecycle/lease-reaper.js';
+import { reconcileAtStartup } from './domain/lifecycle/startup-reconcile.js';
+import { DEFAULT_RATE_LIMITS, type RateLimits } from './domain/rate-limit/rate-limiter.js';
+import type { SessionSettings } from './domain/sessions/session-core.js';
+import { createSessionService, type SessionService } from './domain/sessions/session-service.js';
+import { createApp } from './http/app.js';
+import type { SandboxProvider } from './providers/provider.js';
+import { createRepositories, type Repositories } from './store/index.js';
+import { ReaperRepository } from './store/reaper-repository.js';
+import type { BrokerAdapters } from './broker-adapters.js';
+import { startBrokerLoops } from './broker-loops.js';
+import { brokerRoutes } from './broker-routes.js';
+import { BROKER_VERSION } from './version.js';
+
+export interface BrokerSettings {
+  /** Token lifetime, lease, hard TTL… (DEFAULT_SESSION_SETTINGS for what is left out). */
+  readonly sessions?: Partial<SessionSettings> | undefined;
+  /** Default DEFAULT_RATE_LIMITS. */
+  readonly rateLimits?: RateLimits | undefined;
+  readonly idempotency?: Partial<IdempotencySettings> | undefined;
+  /** BROKER_BOOTSTRAP_API_KEY: imported (hashed) before the first request. */
+  readonly bootstrapApiKey?: string | undefined;
+  /** Without a bootstrap key: an admin key is generated on the first start, its marker kept here. */
+  readonly generatedAdminKeyDir?: string | undefined;
+  /** Run the lease reaper and the idempotency purge (default true). */
+  readonly loops?: boolean | undefined;
+}
+
+export interface Broker {
+  readonly app: Express;
+  /** What confines user processes on this broker ('none' without bubblewrap). */
+  readonly isolation: SandboxProvider['isolation'];
+  /** An admin key generated on this start (first start only): print it once. */
+  readonly generatedAdminKey: string | undefined;
+  readonly service: SessionService;
+  readonly repositories: Repositories;
+  readonly vault: KeyVault;
+  readonly reaper: LeaseReaper;
+  /** Stops the loops, then closes the provider, the coordination store and the database. */
+  close(): Promise<void>;
+}
+
+const LOCAL_OWNERSHIP_WARNING =
+  'local sandboxes belong to the broker process that started their agents, and the database does not ' +
+  'record which one: at start this broker suspends every local sandbox whose agent it does not run ' +
+  'itself. Run one broker per database with the local provider (docs/lifecycle.md, "After a restart")';
+
+export async function assembleBroker(
+  adapters: BrokerAdapters,
+  settings: BrokerSettings = {},
+): Promise<Broker> {
+  const { logger, clock, database, coordination, provider } = adapters;
+  const repositories = createRepositories(database.prisma);
+  const vault = new KeyVault(adapters.masterKey);
+  const reaperRepository = new ReaperRepository(database.prisma);
+  const agentExit = createAgentExitHandler({ repository: reaperRepository, clock, logger });
+  adapters.agentExits?.connect(agentExit.listener);
+  const audit = new AuditTrail(repositories.journal, logger);
+  const service = createSessionService({
+    repositories,
+    provider,
+    vault,
+    audit,
+    coordination,
+    logger,
+    now: clock,
+    settings: settings.sessions,
+  });
+  const routers = brokerRoutes({
+    service,
+    audit,
+    repositories,
+    vault,
+    coordination,
+    oidc: adapters.oidc,
+    rateLimits: settings.rateLimits ?? DEFAULT_RATE_LIMITS,
+    idempotency: settings.idempotency,
+    clock,
+    logger,
+  });
+
+  let generatedAdminKey: string | undefined;
+  if (settings.bootstrapApiKey !== undefined)
+    await importBootstrapKey(settings.bootstrapApiKey, repositories.apiKeys);
+  else if (settings.generatedAdminKeyDir !== undefined) {
+    generatedAdminKey = (await ensureGeneratedAdminKey(settings.generatedAdminKeyDir, repositories.apiKeys))
+      ?.key;
+  }
+
+  // Before the first request: agents that died with the previous broker process are recorded as such.
+  if (coordination.sharedAcrossInstances) logger.warn(LOCAL_OWNERSHIP_WARNING);
+  await reconcileAtStartup({ repository: reaperRepository, provider, coordination, clock, logger });
+
+  const loops = startBrokerLoops({
+    repositories,
+    reaperRepository,
+    provider,
+    coordination,
+    clock,
+    logger,
+    idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000,
+    start: settings.loops ?? true,
+  });
+
+  const app = createApp({
+    logger,
+    version: BROKER_VERSION,
+    startedAt: clock(),
+    now: clock,
+    probes: [
+      { name: 'database', check: () => database.ping() },
+      { name: 'coordination', check: async () => void (await coordination.get('health')) },
+    ],
+    routers,
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      await loops.stop();
+      await agentExit.drain();
+      await provider.close();
+      // Rows of requests still being answered are written before the database goes.
+      await repositories.journal.drain();
+      await Promise.allSettled([coordination.close(), database.close()]);
+    })();
+    return closing;
+  };
+  const { reaper } = loops;
+  return {
+    app,
+    isolation: provider.isolation,
+    generatedAdminKey,
+    service,
+    repositories,
+    vault,
+    reaper,
+    close,
+  };
+}

@@ -1,0 +1,54 @@
+// The broker's API route families behind caller authentication, rate limits
+// and Idempotency-Key handling.
+import type { Router } from 'express';
+import type { Logger } from '@sbx/service-kit';
+import type { Coordination } from './adapters/redis/coordination.js';
+import type { AuditTrail } from './domain/audit/audit-trail.js';
+import { createCallerAuthenticator } from './domain/auth/authenticate-caller.js';
+import type { OidcVerifier } from './domain/auth/oidc-verifier.js';
+import {
+  DEFAULT_IDEMPOTENCY_SETTINGS,
+  IdempotencyGuard,
+  type IdempotencySettings,
+} from './domain/idempotency/idempotency-guard.js';
+import type { KeyVault } from './domain/keys/key-vault.js';
+import { RateLimiter, type RateLimits } from './domain/rate-limit/rate-limiter.js';
+import type { SessionService } from './domain/sessions/session-service.js';
+import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
+import { sessionRoutes } from './http/sessions/session-routes.js';
+import { threadRoutes } from './http/threads/thread-routes.js';
+import type { Repositories } from './store/index.js';
+
+export interface BrokerRoutesDeps {
+  readonly service: SessionService;
+  readonly audit: AuditTrail;
+  readonly repositories: Pick<Repositories, 'apiKeys' | 'idempotency'>;
+  readonly vault: KeyVault;
+  readonly coordination: Coordination;
+  readonly oidc: OidcVerifier | undefined;
+  readonly rateLimits: RateLimits;
+  readonly idempotency: Partial<IdempotencySettings> | undefined;
+  readonly clock: () => number;
+  readonly logger: Logger;
+}
+
+/** The session routes (`/v1/sandbox/sessions…`) and the thread routes (`/threads/…`), in that order. */
+export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
+  const { repositories, logger } = deps;
+  const http = {
+    service: deps.service,
+    audit: deps.audit,
+    authenticate: authenticateCaller(
+      createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc }),
+      logger,
+    ),
+    rateLimiter: new RateLimiter(deps.coordination, deps.rateLimits, logger),
+    idempotency: new IdempotencyGuard(
+      repositories.idempotency,
+      deps.vault,
+      { ...DEFAULT_IDEMPOTENCY_SETTINGS, ...deps.idempotency },
+      deps.clock,
+    ),
+  };
+  return [sessionRoutes(http), threadRoutes(http)];
+}
