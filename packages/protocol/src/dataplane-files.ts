@@ -5,13 +5,26 @@ import { Timestamp } from './primitives.js';
  * Wire shapes of the agent's files API (services/agent validates with them, the SDK
  * parses answers with them).
  *
- * Paths are workspace paths: `/` is the workspace root and `a/b` equals `/a/b`.
+ * Paths are sandbox paths, the same for files, exec and shells: an absolute path is what
+ * processes of the sandbox see (`/workspace/a/b` under bubblewrap) and must lie in the
+ * workspace; a relative path (`a/b`) is relative to the workspace. Answers always give
+ * the absolute form. See docs/files.md.
  */
 export const WorkspacePathText = z
   .string()
   .min(1)
   .max(4096)
-  .describe('Workspace path; "/" is the workspace root');
+  .describe('Sandbox path inside the workspace: absolute (e.g. /workspace/a) or relative to the workspace');
+
+/** `GET /v1/info`: where things are in this sandbox, for any token holder of it. */
+export const SandboxInfo = z.object({
+  sandbox_id: z.string(),
+  /** The workspace as every process of the sandbox sees it; also their HOME and default cwd. */
+  workspace_path: z.string(),
+  home: z.string(),
+  version: z.string(),
+});
+export type SandboxInfo = z.infer<typeof SandboxInfo>;
 
 export const MkdirRequest = z.strictObject({
   path: WorkspacePathText,

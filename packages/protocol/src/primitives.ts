@@ -59,3 +59,15 @@ export type BearerToken = z.infer<typeof BearerToken>;
 /** A whole, positive number of seconds. */
 export const PositiveSeconds = z.number().int().positive();
 export type PositiveSeconds = z.infer<typeof PositiveSeconds>;
+
+/**
+ * Where the sandbox's processes see their workspace, also their HOME and default working
+ * directory: `/workspace` wherever they are confined (docs/files.md). This broker always
+ * sends it; optional so that clients still parse answers of servers that follow the seed
+ * shapes without it (such a server's sandboxes are taken to use `/workspace`).
+ */
+export const WorkspacePath = z
+  .string()
+  .regex(/^\//, 'must be an absolute path')
+  .optional()
+  .describe('The workspace as processes of the sandbox see it, e.g. /workspace');

@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { SandboxState } from './lifecycle.js';
-import { BearerToken, HttpUrl, Id, PositiveSeconds, ProviderName, Timestamp, WsUrl } from './primitives.js';
+import {
+  BearerToken,
+  HttpUrl,
+  Id,
+  PositiveSeconds,
+  ProviderName,
+  Timestamp,
+  WorkspacePath,
+  WsUrl,
+} from './primitives.js';
 import { GrantedCapabilityList } from './scopes.js';
 import { ScopeType } from './sessions.js';
 
@@ -19,6 +28,7 @@ export const SandboxCoordinates = z.object({
   provider: ProviderName,
   http_base_url: HttpUrl,
   ws_base_url: WsUrl,
+  workspace_path: WorkspacePath,
 });
 export type SandboxCoordinates = z.infer<typeof SandboxCoordinates>;
 
@@ -47,7 +57,11 @@ export const Binding = z.object({
 });
 export type Binding = z.infer<typeof Binding>;
 
-export const Dataplane = z.object({ http_base_url: HttpUrl, ws_base_url: WsUrl });
+export const Dataplane = z.object({
+  http_base_url: HttpUrl,
+  ws_base_url: WsUrl,
+  workspace_path: WorkspacePath,
+});
 export type Dataplane = z.infer<typeof Dataplane>;
 
 export const Credentials = z.object({
@@ -145,6 +159,7 @@ function mvpMirror(full: { binding: Binding; dataplane: Dataplane }): {
       provider: full.binding.provider,
       http_base_url: full.dataplane.http_base_url,
       ws_base_url: full.dataplane.ws_base_url,
+      workspace_path: full.dataplane.workspace_path,
     },
   };
 }

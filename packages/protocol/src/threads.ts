@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SandboxState } from './lifecycle.js';
-import { BearerToken, HttpUrl, Id, Timestamp, WsUrl } from './primitives.js';
+import { BearerToken, HttpUrl, Id, Timestamp, WorkspacePath, WsUrl } from './primitives.js';
 import { CapabilityList, GrantedCapabilityList } from './scopes.js';
 
 /**
@@ -51,6 +51,7 @@ export const ThreadSandboxResponse = z
   .object({
     sandbox_id: Id,
     endpoints: ThreadEndpoints,
+    workspace_path: WorkspacePath,
     token: BearerToken,
     expires_at: Timestamp,
     scopes: GrantedCapabilityList.describe('Granted scopes; may be fewer than requested'),

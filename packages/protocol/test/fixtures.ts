@@ -11,7 +11,11 @@ export function fullThreadResponse(): FullSessionResponse {
       state: 'active',
       lease_expires_at: '2026-02-27T21:00:00Z',
     },
-    dataplane: { http_base_url: 'https://dp.example.com/v1', ws_base_url: 'wss://dp.example.com/v1' },
+    dataplane: {
+      http_base_url: 'https://dp.example.com/v1',
+      ws_base_url: 'wss://dp.example.com/v1',
+      workspace_path: '/workspace',
+    },
     credentials: {
       token_type: 'Bearer',
       access_token: 'short_lived_token',

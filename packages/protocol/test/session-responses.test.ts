@@ -23,6 +23,7 @@ describe('session responses', () => {
         provider: 'langsmith',
         http_base_url: 'https://dp.example.com/v1',
         ws_base_url: 'wss://dp.example.com/v1',
+        workspace_path: '/workspace',
       },
       token: 'opaque_or_jwt_token',
       expires_at: '2026-02-27T20:20:00Z',
@@ -59,6 +60,7 @@ describe('session responses', () => {
         provider: 'langsmith',
         http_base_url: 'https://dp.example.com/v1',
         ws_base_url: 'wss://dp.example.com/v1',
+        workspace_path: '/workspace',
       },
       token: 'short_lived_token',
       expires_at: '2026-02-27T20:20:00Z',
@@ -74,6 +76,7 @@ describe('session responses', () => {
         provider: 'local',
         http_base_url: 'http://127.0.0.1:8081',
         ws_base_url: 'ws://127.0.0.1:8081',
+        workspace_path: '/workspace',
       },
       token: 'tok',
       expires_at: '2026-02-27T20:20:00Z',
@@ -85,7 +88,11 @@ describe('session responses', () => {
         state: 'provisioning',
         lease_expires_at: '2026-02-27T21:00:00Z',
       },
-      dataplane: { http_base_url: 'http://127.0.0.1:8081', ws_base_url: 'ws://127.0.0.1:8081' },
+      dataplane: {
+        http_base_url: 'http://127.0.0.1:8081',
+        ws_base_url: 'ws://127.0.0.1:8081',
+        workspace_path: '/workspace',
+      },
       credentials: {
         token_type: 'Bearer',
         access_token: 'tok',
@@ -116,7 +123,14 @@ describe('session responses', () => {
       { ...good, session_id: 'other' },
       { ...good, thread_id: 'thr_other' },
       { ...good, expires_at: '2026-02-27T20:21:00Z' },
-      { ...good, sandbox: { ...good.sandbox, ws_base_url: 'wss://elsewhere.example.com' } },
+      {
+        ...good,
+        sandbox: {
+          ...good.sandbox,
+          ws_base_url: 'wss://elsewhere.example.com',
+          workspace_path: '/workspace',
+        },
+      },
     ];
     for (const body of bad) expect(SessionResponse.safeParse(body).success).toBe(false);
     const { thread_id: _dropped, ...noThread } = good;

@@ -1,3 +1,4 @@
+import { readdirSync, readlinkSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 
 export interface BubblewrapConfinement {
@@ -10,6 +11,49 @@ export interface BubblewrapConfinement {
    * owner alone, while sandboxes sharing one user could write to each other's shells.
    */
   readonly hostTerminals?: boolean;
+  /** The host's top-level entries the root is built from; default: read from `/` now. */
+  readonly hostRoot?: readonly HostRootEntry[];
+}
+
+/** One entry of the host's `/`: bound read-only (a directory or file) or recreated (a symlink). */
+export type HostRootEntry =
+  | { readonly name: string; readonly kind: 'bind' }
+  | { readonly name: string; readonly kind: 'symlink'; readonly target: string };
+
+/** Where the workspace is for every process of a confined sandbox (docs/architecture.md D17). */
+export const SANDBOX_WORKSPACE = '/workspace';
+
+/** Top-level names the sandbox gets its own of (or none at all), never the host's. */
+const OWN_TOP_LEVEL = new Set(['proc', 'dev', 'tmp', 'run', SANDBOX_WORKSPACE.slice(1)]);
+
+function entryOf(dirent: Dirent): HostRootEntry {
+  if (dirent.isSymbolicLink()) {
+    return { name: dirent.name, kind: 'symlink', target: readlinkSync(`/${dirent.name}`) };
+  }
+  return { name: dirent.name, kind: 'bind' };
+}
+
+/** The host's `/`, minus what every sandbox has its own of. */
+export function readHostRoot(): HostRootEntry[] {
+  return readdirSync('/', { withFileTypes: true })
+    .filter((dirent) => !OWN_TOP_LEVEL.has(dirent.name))
+    .filter((dirent) => dirent.isDirectory() || dirent.isFile() || dirent.isSymbolicLink())
+    .map(entryOf);
+}
+
+/**
+ * A root of the host's top-level entries, read-only, on bubblewrap's own tmpfs root:
+ * binding the host's `/` whole would leave no place to mount the workspace at
+ * SANDBOX_WORKSPACE (a read-only bind cannot get a new mount point).
+ */
+function rootArgs(entries: readonly HostRootEntry[]): string[] {
+  return entries
+    .filter((entry) => !OWN_TOP_LEVEL.has(entry.name))
+    .flatMap((entry) =>
+      entry.kind === 'symlink'
+        ? ['--symlink', entry.target, `/${entry.name}`]
+        : ['--ro-bind', `/${entry.name}`, `/${entry.name}`],
+    );
 }
 
 /** Who user code is inside every sandbox: an ordinary user, never root (docs/security.md). */
@@ -48,8 +92,8 @@ function deviceArgs(hostTerminals: boolean): string[] {
  * SANDBOX_UID with no capabilities (bwrap must run as the sandbox's unprivileged host
  * user: started by root, the namespace's user would be host root for file permissions),
  * its own pid, ipc, uts and network namespaces (loopback only until a user-mode network
- * stack is attached), a read-only root with the workspace as the only writable host path
- * (mounted at its own path, so paths inside and outside agree), private /tmp and /run,
+ * stack is attached), a read-only root with the workspace as the only writable host path,
+ * mounted at SANDBOX_WORKSPACE, private /tmp and /run shared by every process that joins,
  * the hidden paths behind empty tmpfs mounts, and death with the parent. The agent's
  * launcher and the broker's isolation probe both use exactly these flags.
  */
@@ -69,9 +113,7 @@ export function bubblewrapConfinementArgs(options: BubblewrapConfinement): strin
     'sandbox',
     '--cap-drop',
     'ALL',
-    '--ro-bind',
-    '/',
-    '/',
+    ...rootArgs(options.hostRoot ?? readHostRoot()),
     ...deviceArgs(options.hostTerminals ?? false),
     '--proc',
     '/proc',
@@ -85,7 +127,10 @@ export function bubblewrapConfinementArgs(options: BubblewrapConfinement): strin
     ...(options.hidePaths ?? []).flatMap((hidden) => ['--tmpfs', path.resolve(hidden)]),
     '--bind',
     workspace,
-    workspace,
+    SANDBOX_WORKSPACE,
+    // Last: the root tmpfs itself takes no new files; /tmp, /run and the workspace stay writable.
+    '--remount-ro',
+    '/',
     '--die-with-parent',
     '--new-session',
   ];

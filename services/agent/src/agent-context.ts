@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { Logger } from '@sbx/service-kit';
 import type { Launcher } from './adapters/launcher.js';
+import type { PathGuard } from './domain/files/path-guard.js';
 import type { KeySource } from './adapters/key-source.js';
 import type { Authenticator } from './http/authenticator.js';
 import type { WsRoute } from './http/ws/ws-session.js';
@@ -8,8 +9,11 @@ import type { WsRoute } from './http/ws/ws-session.js';
 /** What every feature of the agent is built from; assembled once in main.ts. */
 export interface AgentContext {
   readonly sandboxId: string;
-  /** Absolute, symlink-free path of the workspace root. */
-  readonly workspaceRoot: string;
+  /**
+   * The workspace: where it is on the agent's side (`root`, absolute and symlink-free)
+   * and where processes of the sandbox see it (`sandboxRoot`); the gate of every path.
+   */
+  readonly workspace: PathGuard;
   readonly logger: Logger;
   readonly now: () => number;
   readonly launcher: Launcher;

@@ -3,6 +3,7 @@ import {
   closeInheritedDescriptors,
   ConfigError,
   createLogger,
+  SANDBOX_WORKSPACE,
   SandboxNamespace,
   type Logger,
 } from '@sbx/service-kit';
@@ -13,6 +14,7 @@ import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/la
 import { createAuthenticator } from './http/authenticator.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
+import { PathGuard } from './domain/files/path-guard.js';
 import { execFeature } from './http/exec/exec-feature.js';
 import { filesFeature } from './http/files/files-feature.js';
 import { shellsFeature } from './http/shells/shells-feature.js';
@@ -94,7 +96,11 @@ async function main(): Promise<void> {
   const setup = await launchSetup(config, workspaceRoot);
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
-    workspaceRoot,
+    // Confined processes see the workspace at SANDBOX_WORKSPACE; unconfined ones at its host path.
+    workspace: new PathGuard(
+      workspaceRoot,
+      setup.namespace === undefined ? workspaceRoot : SANDBOX_WORKSPACE,
+    ),
     logger,
     now,
     launcher: setup.launcher,
@@ -109,7 +115,7 @@ async function main(): Promise<void> {
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
   logger.info(
-    { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspaceRoot },
+    { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspace.sandboxRoot },
     'agent listening',
   );
   let stopping = false;

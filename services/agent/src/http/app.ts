@@ -4,6 +4,7 @@ import { assignRequestId, errorHandler, notFound } from '@sbx/service-kit';
 import type { AgentContext, AgentFeature } from '../agent-context.js';
 import { authenticate } from './capability.js';
 import { healthzHandlers } from './healthz.js';
+import { infoHandler } from './info.js';
 import { requestLog } from './request-log.js';
 
 /** The only routes a signed file URL may address; everything else needs a bearer token. */
@@ -44,6 +45,7 @@ export function createAgentApp(
   app.get('/healthz', ...healthzHandlers(ctx, features, startedAt));
 
   app.use(authenticateUnlessSigned(ctx));
+  app.get('/v1/info', infoHandler(ctx));
   for (const feature of features) if (feature.router !== undefined) app.use(feature.router);
   app.use(notFound);
   app.use(errorHandler(ctx.logger));

@@ -87,7 +87,12 @@ describe('bubblewrap launcher', () => {
     try {
       const result = await execOk(agent, { argv: ['env'] });
       expect(result.stdout).not.toContain('SBX_BWRAP_CANARY');
-      expect(result.stdout).toContain(`HOME=${agent.workspace}`);
+      // HOME is the workspace as the sandbox sees it, never the agent's host path.
+      expect(agent.sandboxWorkspace).toBe('/workspace');
+      expect(result.stdout.split('\n')).toContain(`HOME=${agent.sandboxWorkspace}`);
+      expect(result.stdout).not.toContain(agent.workspace);
+      const unconfined = await execOk(direct, { argv: ['env'] });
+      expect(unconfined.stdout.split('\n')).toContain(`HOME=${direct.sandboxWorkspace}`);
     } finally {
       delete process.env['SBX_BWRAP_CANARY'];
     }

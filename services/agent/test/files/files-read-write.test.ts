@@ -40,7 +40,7 @@ describe('PUT and GET /files/{path}', () => {
     expect(created.status).toBe(201);
     const info = PathInfo.parse(jsonOf(created));
     expect(info).toMatchObject({
-      path: '/bin/all-bytes.bin',
+      path: `${agent.sandboxWorkspace}/bin/all-bytes.bin`,
       name: 'all-bytes.bin',
       type: 'file',
       size: 1024,
@@ -114,7 +114,7 @@ describe('PUT and GET /files/{path}', () => {
   it('answers 404 for a missing file and 409 for writing over a directory', async () => {
     expect(
       expectError(await send(agent, { method: 'GET', path: '/files/nope.txt', token: ro }), 'NOT_FOUND', 404),
-    ).toBe('/nope.txt does not exist');
+    ).toBe(`${agent.sandboxWorkspace}/nope.txt does not exist`);
     mkdirSync(path.join(agent.workspace, 'a-dir'));
     expectError(
       await send(agent, { method: 'PUT', path: '/files/a-dir', token: rw, body: 'x' }),
@@ -131,11 +131,17 @@ describe('directory listings', () => {
     writeFileSync(path.join(dir, 'b.txt'), 'hello');
     chmodSync(path.join(dir, 'b.txt'), 0o640);
     symlinkSync('b.txt', path.join(dir, 'link'));
-    for (const route of ['/files/listing', '/files/listing/', '/v1/files/list?path=/listing']) {
+    const absolute = encodeURIComponent(`${agent.sandboxWorkspace}/listing`);
+    for (const route of [
+      '/files/listing',
+      '/files/listing/',
+      '/v1/files/list?path=listing',
+      `/v1/files/list?path=${absolute}`,
+    ]) {
       const res = await send(agent, { method: 'GET', path: route, token: ro });
       expect(res.status).toBe(200);
       const listing = DirectoryListing.parse(jsonOf(res));
-      expect(listing.path).toBe('/listing');
+      expect(listing.path).toBe(`${agent.sandboxWorkspace}/listing`);
       expect(listing.entries.map(({ name, type }) => [name, type])).toEqual([
         ['b.txt', 'file'],
         ['link', 'symlink'],
@@ -152,7 +158,7 @@ describe('directory listings', () => {
     const root = DirectoryListing.parse(
       jsonOf(await send(agent, { method: 'GET', path: '/files', token: ro })),
     );
-    expect(root.path).toBe('/');
+    expect(root.path).toBe(agent.sandboxWorkspace);
     expect(root.entries.map((entry) => entry.name)).toContain('listing');
     expectError(
       await send(agent, { method: 'GET', path: '/v1/files/list?path=data.json', token: ro }),
@@ -172,7 +178,7 @@ describe('normalized /v1/files routes', () => {
       body,
     });
     expect(up.status).toBe(201);
-    const down = await send(agent, { method: 'GET', path: '/v1/files/download?path=/v1/up.bin', token: ro });
+    const down = await send(agent, { method: 'GET', path: '/v1/files/download?path=v1/up.bin', token: ro });
     expect(down.body.equals(body)).toBe(true);
     expect(down.headers.etag).toBe(up.headers.etag);
   });
@@ -181,13 +187,13 @@ describe('normalized /v1/files routes', () => {
     const file = PathInfo.parse(
       jsonOf(await send(agent, { method: 'GET', path: '/v1/files/stat?path=v1/up.bin', token: ro })),
     );
-    expect(file).toMatchObject({ path: '/v1/up.bin', type: 'file', size: 4096 });
+    expect(file).toMatchObject({ path: `${agent.sandboxWorkspace}/v1/up.bin`, type: 'file', size: 4096 });
     const head = await send(agent, { method: 'HEAD', path: '/files/v1/up.bin', token: ro });
     expect(file.etag).toBe(head.headers.etag);
     const dir = PathInfo.parse(
       jsonOf(await send(agent, { method: 'GET', path: '/v1/files/stat?path=v1', token: ro })),
     );
-    expect(dir).toMatchObject({ path: '/v1', type: 'dir' });
+    expect(dir).toMatchObject({ path: `${agent.sandboxWorkspace}/v1`, type: 'dir' });
     expect(dir.etag).toBeUndefined();
     expectError(await send(agent, { method: 'GET', path: '/v1/files/stat', token: ro }), 'BAD_REQUEST', 400);
   });
@@ -223,7 +229,10 @@ describe('normalized /v1/files routes', () => {
     writeFileSync(path.join(agent.workspace, 'm2.txt'), 'two');
     expectError(await move({ from: 'm1.txt', to: 'm2.txt' }), 'CONFLICT', 409);
     const moved = await move({ from: 'm1.txt', to: 'm2.txt', overwrite: true });
-    expect(PathInfo.parse(jsonOf(moved))).toMatchObject({ path: '/m2.txt', size: 3 });
+    expect(PathInfo.parse(jsonOf(moved))).toMatchObject({
+      path: `${agent.sandboxWorkspace}/m2.txt`,
+      size: 3,
+    });
     expect(readFileSync(path.join(agent.workspace, 'm2.txt'), 'utf8')).toBe('one');
     expect(existsSync(path.join(agent.workspace, 'm1.txt'))).toBe(false);
     expect((await move({ from: 'made', to: 'deep/made-moved' })).status).toBe(200);

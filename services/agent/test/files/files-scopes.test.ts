@@ -167,6 +167,24 @@ describe.each(ROUTES)('$name (needs $scope)', (route) => {
   });
 });
 
+describe('scope before path', () => {
+  it.each([
+    ['GET', '/v1/files/download?path=/etc/passwd', ['shell']],
+    ['GET', '/v1/files/stat?path=/etc/passwd', ['shell']],
+    ['POST', '/v1/files/upload?path=/tmp/scoped-escape.txt', ['fs:ro']],
+    ['DELETE', '/v1/files?path=/etc/passwd', ['fs:ro']],
+  ])('%s %s without the scope is CAPABILITY_DENIED, not a path answer', async (method, route, scopes) => {
+    const res = await send(agent, {
+      method,
+      path: route,
+      token: agent.token(scopes),
+      ...(method === 'POST' ? { body: 'x' } : {}),
+    });
+    expect(expectError(res, 'CAPABILITY_DENIED', 403)).not.toContain(agent.sandboxWorkspace);
+    expect(existsSync('/tmp/scoped-escape.txt')).toBe(false);
+  });
+});
+
 describe('WS /v1/files/watch', () => {
   it('refuses a token without fs:ro (1008 with CAPABILITY_DENIED)', async () => {
     const socket = await TestSocket.authed(`${agent.wsUrl}/v1/files/watch`, agent.token(['shell']));
@@ -176,7 +194,7 @@ describe('WS /v1/files/watch', () => {
 
   it.each([['fs:ro'], ['fs:rw']])('accepts %s', async (scope) => {
     const socket = await TestSocket.authed(`${agent.wsUrl}/v1/files/watch`, agent.token([scope]));
-    socket.send({ type: 'start', path: '/scoped' });
+    socket.send({ type: 'start', path: 'scoped' });
     expect(await socket.next((frame) => frame['type'] !== 'auth_ok')).toEqual({ type: 'ready' });
     socket.close();
     await socket.closed;

@@ -25,6 +25,12 @@ interface SignOptions {
   readonly now?: () => number;
 }
 
+/** The canonical name a signature covers: the absolute sandbox path (`target.display`). */
+function sb(relative: string): string {
+  return `${agent.sandboxWorkspace}/${relative}`;
+}
+
+/** Signs `options.path` exactly as given (tests pass `sb(…)` unless the spelling is the point). */
 function signed(options: SignOptions): string {
   const { sig, exp } = signFileUrl({
     key: options.key ?? agent.key,
@@ -39,19 +45,19 @@ function signed(options: SignOptions): string {
 
 describe('signed file URLs', () => {
   it('downloads with a signed GET and no bearer token, on both routes', async () => {
-    const query = signed({ op: 'GET', path: 'shared/report.txt' });
+    const query = signed({ op: 'GET', path: sb('shared/report.txt') });
     const seed = await send(agent, { method: 'GET', path: `/files/shared/report.txt?${query}` });
     expect(seed.status).toBe(200);
     expect(seed.body.toString()).toBe('the report');
     const normalized = await send(agent, {
       method: 'GET',
-      path: `/v1/files/download?path=/shared/report.txt&${query}`,
+      path: `/v1/files/download?path=shared/report.txt&${query}`,
     });
     expect(normalized.body.toString()).toBe('the report');
   });
 
   it('uploads with a signed PUT, on both routes', async () => {
-    const query = signed({ op: 'PUT', path: '/shared/upload.txt' });
+    const query = signed({ op: 'PUT', path: sb('shared/upload.txt') });
     expect(
       (await send(agent, { method: 'PUT', path: `/files/shared/upload.txt?${query}`, body: 'one' })).status,
     ).toBe(201);
@@ -64,33 +70,95 @@ describe('signed file URLs', () => {
     expect(readFileSync(path.join(agent.workspace, 'shared/upload.txt'), 'utf8')).toBe('two');
   });
 
+  it('covers the canonical absolute path: every spelling of it on either route uses one signature', async () => {
+    const query = signed({ op: 'GET', path: sb('shared/report.txt') });
+    const absolute = encodeURIComponent(sb('shared/report.txt'));
+    for (const route of [
+      `/files/shared/report.txt?${query}`,
+      `/files//shared//report.txt?${query}`,
+      `/files/./shared/report.txt?${query}`,
+      `/v1/files/download?path=shared/report.txt&${query}`,
+      `/v1/files/download?path=./shared//report.txt&${query}`,
+      `/v1/files/download?path=${absolute}&${query}`,
+    ]) {
+      const res = await send(agent, { method: 'GET', path: route });
+      expect({ route, status: res.status, body: res.body.toString() }).toEqual({
+        route,
+        status: 200,
+        body: 'the report',
+      });
+    }
+  });
+
+  it.each([
+    ['the relative form', 'shared/report.txt'],
+    ['the old workspace-rooted form', '/shared/report.txt'],
+  ])('refuses a URL signed for %s of the path (401)', async (_name, signedPath) => {
+    const query = signed({ op: 'GET', path: signedPath });
+    for (const route of [
+      `/files/shared/report.txt?${query}`,
+      `/v1/files/download?path=shared/report.txt&${query}`,
+    ]) {
+      const res = await send(agent, { method: 'GET', path: route });
+      expect(expectError(res, 'UNAUTHENTICATED', 401)).toMatch(/does not match/);
+    }
+  });
+
+  it('never serves a path outside the workspace, even signed for it', async () => {
+    const read = signed({ op: 'GET', path: '/etc/passwd' });
+    const download = await send(agent, {
+      method: 'GET',
+      path: `/v1/files/download?path=/etc/passwd&${read}`,
+    });
+    // 401, and without naming the workspace: the caller has not authenticated yet.
+    expect(expectError(download, 'UNAUTHENTICATED', 401)).not.toContain(agent.sandboxWorkspace);
+    expect(download.body.toString()).not.toContain('root:');
+    // The URL tail is relative: /files//etc/passwd is the workspace's etc/passwd, not what was signed.
+    const seed = await send(agent, { method: 'GET', path: `/files//etc/passwd?${read}` });
+    expect(expectError(seed, 'UNAUTHENTICATED', 401)).toMatch(/does not match/);
+
+    const write = signed({ op: 'PUT', path: '/tmp/signed-escape.txt' });
+    const upload = await send(agent, {
+      method: 'POST',
+      path: `/v1/files/upload?path=/tmp/signed-escape.txt&${write}`,
+      body: 'pwned',
+    });
+    expectError(upload, 'UNAUTHENTICATED', 401);
+    expect(existsSync('/tmp/signed-escape.txt')).toBe(false);
+  });
+
   it.each([
     [
       'expired',
       () =>
-        signed({ op: 'GET', path: 'shared/report.txt', ttlSeconds: 60, now: () => Date.now() - 3_600_000 }),
+        signed({
+          op: 'GET',
+          path: sb('shared/report.txt'),
+          ttlSeconds: 60,
+          now: () => Date.now() - 3_600_000,
+        }),
       /expired/,
     ],
     [
       'signed for another sandbox',
-      () => signed({ op: 'GET', path: 'shared/report.txt', sandboxId: 'sb_other' }),
+      () => signed({ op: 'GET', path: sb('shared/report.txt'), sandboxId: 'sb_other' }),
       /does not match/,
     ],
     [
       'signed with another key',
-      () => signed({ op: 'GET', path: 'shared/report.txt', key: SigningKey.generate() }),
+      () => signed({ op: 'GET', path: sb('shared/report.txt'), key: SigningKey.generate() }),
       /does not match/,
     ],
-    ['signed for another path', () => signed({ op: 'GET', path: 'shared/other.txt' }), /does not match/],
+    ['signed for another path', () => signed({ op: 'GET', path: sb('shared/other.txt') }), /does not match/],
     [
       'living longer than allowed',
-      () => signed({ op: 'GET', path: 'shared/report.txt', ttlSeconds: 3600 }),
+      () => signed({ op: 'GET', path: sb('shared/report.txt'), ttlSeconds: 3600 }),
       /too long/,
     ],
     [
       'tampered with',
       () =>
-        signed({ op: 'GET', path: 'shared/report.txt' }).replace(
+        signed({ op: 'GET', path: sb('shared/report.txt') }).replace(
           /sig=(.)/,
           (_m, c: string) => `sig=${c === 'A' ? 'B' : 'A'}`,
         ),
@@ -98,7 +166,7 @@ describe('signed file URLs', () => {
     ],
     [
       'missing exp',
-      () => signed({ op: 'GET', path: 'shared/report.txt' }).replace(/&exp=\d+/, ''),
+      () => signed({ op: 'GET', path: sb('shared/report.txt') }).replace(/&exp=\d+/, ''),
       /lacks sig or exp/,
     ],
   ])('refuses a GET URL %s with 401', async (_name, query, message) => {
@@ -107,14 +175,14 @@ describe('signed file URLs', () => {
   });
 
   it('does not let a signed GET write, nor a signed PUT read', async () => {
-    const read = signed({ op: 'GET', path: 'shared/new.txt' });
+    const read = signed({ op: 'GET', path: sb('shared/new.txt') });
     expectError(
       await send(agent, { method: 'PUT', path: `/files/shared/new.txt?${read}`, body: 'x' }),
       'UNAUTHENTICATED',
       401,
     );
     expect(existsSync(path.join(agent.workspace, 'shared/new.txt'))).toBe(false);
-    const write = signed({ op: 'PUT', path: 'shared/report.txt' });
+    const write = signed({ op: 'PUT', path: sb('shared/report.txt') });
     expectError(
       await send(agent, { method: 'GET', path: `/files/shared/report.txt?${write}` }),
       'UNAUTHENTICATED',
@@ -123,7 +191,7 @@ describe('signed file URLs', () => {
   });
 
   it('refuses a signature on every route that does not take one, changing nothing', async () => {
-    const query = signed({ op: 'PUT', path: 'shared/report.txt' });
+    const query = signed({ op: 'PUT', path: sb('shared/report.txt') });
     const json = { 'content-type': 'application/json' };
     const attempts = [
       send(agent, { method: 'DELETE', path: `/files/shared/report.txt?${query}` }),
@@ -151,7 +219,7 @@ describe('signed file URLs', () => {
   });
 
   it('never writes a signature into the logs', async () => {
-    const query = signed({ op: 'GET', path: 'shared/report.txt' });
+    const query = signed({ op: 'GET', path: sb('shared/report.txt') });
     await send(agent, { method: 'GET', path: `/files/shared/report.txt?${query}` });
     const sig = /sig=([^&]+)/.exec(query)?.[1] ?? 'missing';
     expect(agent.logs.join('\n')).not.toContain(sig);

@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import {
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -115,8 +116,10 @@ export class Sentinel {
   readonly content = 'sentinel: must stay untouched\n';
   #mtimeMs: number;
 
-  constructor() {
-    this.dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-files-sentinel-')));
+  /** `at`: an exact directory to create (e.g. a sibling of the workspace) instead of a fresh temp dir. */
+  constructor(at?: string) {
+    if (at !== undefined) mkdirSync(at);
+    this.dir = realpathSync(at ?? mkdtempSync(path.join(tmpdir(), 'sbx-files-sentinel-')));
     this.file = path.join(this.dir, 'sentinel.txt');
     writeFileSync(this.file, this.content);
     this.#mtimeMs = statSync(this.file).mtimeMs;

@@ -41,6 +41,13 @@ async function watch(body: { path: string; recursive?: boolean }): Promise<TestS
   return socket;
 }
 
+/** Sends a start frame and resolves with the first frame received after it. */
+async function answerTo(socket: TestSocket, target: string): Promise<Record<string, unknown>> {
+  const seen = socket.frames.length;
+  socket.send({ type: 'start', path: target });
+  return socket.next((frame) => socket.frames.indexOf(frame) >= seen);
+}
+
 function event(socket: TestSocket, expected: Record<string, unknown>): Promise<Record<string, unknown>> {
   return socket.next(
     (frame) =>
@@ -52,53 +59,63 @@ function ws(relative: string): string {
   return path.join(agent.workspace, relative);
 }
 
+/** What answers name `relative` by: its absolute sandbox path. */
+function sb(relative: string): string {
+  return `${agent.sandboxWorkspace}/${relative}`;
+}
+
 describe('WS /v1/files/watch', () => {
   it('reports writes over HTTP and changes made directly on disk, as valid event frames', async () => {
-    const socket = await watch({ path: '/', recursive: true });
+    const socket = await watch({ path: agent.sandboxWorkspace, recursive: true });
     const rw = agent.token(['fs:rw']);
 
     await send(agent, { method: 'PUT', path: '/files/docs/a.txt', token: rw, body: 'one' });
-    await event(socket, { event: 'create', path: '/docs', kind: 'dir' });
-    await event(socket, { event: 'create', path: '/docs/a.txt', kind: 'file' });
+    await event(socket, { event: 'create', path: sb('docs'), kind: 'dir' });
+    await event(socket, { event: 'create', path: sb('docs/a.txt'), kind: 'file' });
 
     writeFileSync(ws('docs/b.txt'), 'on disk');
-    await event(socket, { event: 'create', path: '/docs/b.txt', kind: 'file' });
+    await event(socket, { event: 'create', path: sb('docs/b.txt'), kind: 'file' });
     appendFileSync(ws('docs/b.txt'), ' and more');
-    await event(socket, { event: 'write', path: '/docs/b.txt' });
+    await event(socket, { event: 'write', path: sb('docs/b.txt') });
     await send(agent, { method: 'PUT', path: '/files/docs/a.txt', token: rw, body: 'two' });
-    await event(socket, { event: 'write', path: '/docs/a.txt', kind: 'file' });
+    await event(socket, { event: 'write', path: sb('docs/a.txt'), kind: 'file' });
 
     renameSync(ws('docs/b.txt'), ws('docs/c.txt'));
-    await event(socket, { event: 'rename', path: '/docs/c.txt', old_path: '/docs/b.txt', kind: 'file' });
+    await event(socket, {
+      event: 'rename',
+      path: sb('docs/c.txt'),
+      old_path: sb('docs/b.txt'),
+      kind: 'file',
+    });
     unlinkSync(ws('docs/c.txt'));
-    await event(socket, { event: 'remove', path: '/docs/c.txt', kind: 'file' });
+    await event(socket, { event: 'remove', path: sb('docs/c.txt'), kind: 'file' });
 
     mkdirSync(ws('docs/sub/deeper'), { recursive: true });
     writeFileSync(ws('docs/sub/deeper/x.txt'), 'x');
-    await event(socket, { event: 'create', path: '/docs/sub/deeper/x.txt', kind: 'file' });
+    await event(socket, { event: 'create', path: sb('docs/sub/deeper/x.txt'), kind: 'file' });
     writeFileSync(ws('docs/sub/deeper/x.txt'), 'changed');
-    await event(socket, { event: 'write', path: '/docs/sub/deeper/x.txt' });
+    await event(socket, { event: 'write', path: sb('docs/sub/deeper/x.txt') });
 
     const events = socket.frames.filter((frame) => frame['type'] === 'event');
     for (const frame of events) expect(WatchEventFrame.safeParse(frame).success).toBe(true);
     expect(events.some((frame) => String(frame['path']).includes('.sbx-upload-'))).toBe(false);
     expect(
-      events.filter((frame) => frame['path'] === '/docs/a.txt' && frame['event'] === 'create'),
+      events.filter((frame) => frame['path'] === sb('docs/a.txt') && frame['event'] === 'create'),
     ).toHaveLength(1);
   });
 
   it('follows a renamed directory: one rename event, then events under its new name', async () => {
     mkdirSync(ws('proj/src'), { recursive: true });
     writeFileSync(ws('proj/src/main.ts'), 'x');
-    const socket = await watch({ path: '/', recursive: true });
+    const socket = await watch({ path: '.', recursive: true });
     renameSync(ws('proj'), ws('proj2'));
-    await event(socket, { event: 'rename', path: '/proj2', old_path: '/proj', kind: 'dir' });
+    await event(socket, { event: 'rename', path: sb('proj2'), old_path: sb('proj'), kind: 'dir' });
     writeFileSync(ws('proj2/src/new.ts'), 'y');
-    await event(socket, { event: 'create', path: '/proj2/src/new.ts', kind: 'file' });
+    await event(socket, { event: 'create', path: sb('proj2/src/new.ts'), kind: 'file' });
     writeFileSync(ws('proj2/src/main.ts'), 'z');
-    await event(socket, { event: 'write', path: '/proj2/src/main.ts' });
+    await event(socket, { event: 'write', path: sb('proj2/src/main.ts') });
     expect(
-      socket.frames.some((frame) => frame['event'] === 'create' && frame['path'] === '/proj2/src/main.ts'),
+      socket.frames.some((frame) => frame['event'] === 'create' && frame['path'] === sb('proj2/src/main.ts')),
     ).toBe(false);
   });
 
@@ -107,45 +124,56 @@ describe('WS /v1/files/watch', () => {
     const socket = await watch({ path: 'flat' });
     writeFileSync(ws('flat/inner/hidden.txt'), 'x');
     writeFileSync(ws('flat/seen.txt'), 'x');
-    await event(socket, { event: 'create', path: '/flat/seen.txt' });
-    expect(socket.frames.some((frame) => frame['path'] === '/flat/inner/hidden.txt')).toBe(false);
+    await event(socket, { event: 'create', path: sb('flat/seen.txt') });
+    expect(socket.frames.some((frame) => frame['path'] === sb('flat/inner/hidden.txt'))).toBe(false);
   });
 
   it('watches a single file, ignoring its neighbours', async () => {
     writeFileSync(ws('notes.txt'), 'v1');
-    const socket = await watch({ path: '/notes.txt' });
+    const socket = await watch({ path: 'notes.txt' });
     writeFileSync(ws('neighbour.txt'), 'x');
     await send(agent, { method: 'PUT', path: '/files/notes.txt', token: agent.token(['fs:rw']), body: 'v2' });
-    await event(socket, { event: 'write', path: '/notes.txt', kind: 'file' });
-    expect(socket.frames.some((frame) => frame['path'] === '/neighbour.txt')).toBe(false);
+    await event(socket, { event: 'write', path: sb('notes.txt'), kind: 'file' });
+    expect(socket.frames.some((frame) => frame['path'] === sb('neighbour.txt'))).toBe(false);
   });
 
   it('reports the removal of the watched directory, then closes normally', async () => {
     mkdirSync(ws('doomed'));
-    const socket = await watch({ path: '/doomed' });
+    const socket = await watch({ path: sb('doomed') });
     rmSync(ws('doomed'), { recursive: true });
-    await event(socket, { event: 'remove', path: '/doomed', kind: 'dir' });
+    await event(socket, { event: 'remove', path: sb('doomed'), kind: 'dir' });
     expect((await socket.closed).code).toBe(1000);
   });
 
   it('refuses paths the guard refuses, with an error frame, and keeps the connection usable', async () => {
     symlinkSync(sentinel.dir, ws('out-link'));
+    symlinkSync('/workspace/notes.txt', ws('slash-workspace-link'));
     const socket = await watch({ path: '../outside' });
     expect(socket.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
-    socket.send({ type: 'start', path: 'out-link' });
-    await socket.next(
-      (frame) => frame['type'] === 'error' && (frame['error'] as { code?: string }).code === 'FORBIDDEN',
-    );
-    socket.send({ type: 'start', path: 'missing-dir' });
-    await socket.next(
-      (frame) => frame['type'] === 'error' && (frame['error'] as { code?: string }).code === 'NOT_FOUND',
-    );
-    socket.send({ type: 'start', path: '/' });
-    await socket.next((frame) => frame['type'] === 'ready');
-    socket.send({ type: 'start', path: '/' });
-    await socket.next(
-      (frame) => frame['type'] === 'error' && (frame['error'] as { code?: string }).code === 'CONFLICT',
-    );
+    expect(await answerTo(socket, 'out-link')).toMatchObject({ type: 'error', error: { code: 'FORBIDDEN' } });
+    // Under the direct launcher /workspace is not the workspace: the link leads out of it.
+    expect(await answerTo(socket, 'slash-workspace-link')).toMatchObject({
+      type: 'error',
+      error: { code: 'FORBIDDEN', message: expect.stringContaining('outside the workspace') },
+    });
+    expect(await answerTo(socket, 'missing-dir')).toMatchObject({
+      type: 'error',
+      error: { code: 'NOT_FOUND', message: `${sb('missing-dir')} does not exist` },
+    });
+    for (const outside of [sentinel.dir, '/', `${agent.sandboxWorkspace}-sibling`]) {
+      expect(await answerTo(socket, outside)).toMatchObject({
+        type: 'error',
+        error: {
+          code: 'FORBIDDEN',
+          message: expect.stringContaining(`outside the workspace ${agent.sandboxWorkspace}`),
+        },
+      });
+    }
+    expect(await answerTo(socket, '.')).toEqual({ type: 'ready' });
+    expect(await answerTo(socket, agent.sandboxWorkspace)).toMatchObject({
+      type: 'error',
+      error: { code: 'CONFLICT' },
+    });
   });
 
   it('refuses a recursive watch over more directories than allowed', async () => {
@@ -153,12 +181,12 @@ describe('WS /v1/files/watch', () => {
     try {
       mkdirSync(path.join(limited.workspace, 'a/b/c/d'), { recursive: true });
       const socket = await TestSocket.authed(`${limited.wsUrl}/v1/files/watch`, limited.token(['fs:ro']));
-      socket.send({ type: 'start', path: '/', recursive: true });
+      socket.send({ type: 'start', path: '.', recursive: true });
       const refusal = await socket.next((frame) => frame['type'] === 'error');
       expect(refusal).toMatchObject({
         error: { code: 'BAD_REQUEST', message: expect.stringContaining('more than 3 directories') },
       });
-      socket.send({ type: 'start', path: '/a/b' });
+      socket.send({ type: 'start', path: 'a/b' });
       await socket.next((frame) => frame['type'] === 'ready');
       socket.close();
       await socket.closed;
@@ -172,8 +200,8 @@ describe('WS /v1/files/watch', () => {
       const res = await send(agent, { method: 'GET', path: '/healthz', token: agent.token(['fs:ro']) });
       return (JSON.parse(res.body.toString()) as { file_watches: number }).file_watches;
     };
-    const byFrame = await watch({ path: '/' });
-    const byHangUp = await watch({ path: '/' });
+    const byFrame = await watch({ path: '.' });
+    const byHangUp = await watch({ path: agent.sandboxWorkspace });
     expect(await watches()).toBe(2);
     byFrame.send({ type: 'close' });
     expect((await byFrame.closed).code).toBe(1000);

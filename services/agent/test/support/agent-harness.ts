@@ -3,11 +3,12 @@ import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger, SandboxNamespace } from '@sbx/service-kit';
+import { createLogger, SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-kit';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
 import { staticKeySource } from '../../src/adapters/key-source.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from '../../src/adapters/launcher.js';
+import { PathGuard } from '../../src/domain/files/path-guard.js';
 import { createAuthenticator } from '../../src/http/authenticator.js';
 import { startAgentServer, type RunningAgent } from '../../src/server.js';
 
@@ -16,7 +17,10 @@ export const TEST_ISSUER = 'sbx-broker-test';
 export interface TestAgent extends RunningAgent {
   readonly ctx: AgentContext;
   readonly key: SigningKey;
+  /** The workspace's host path (where the test reads and writes behind the agent's back). */
   readonly workspace: string;
+  /** The workspace as the sandbox's processes and the file API name it: /workspace when confined. */
+  readonly sandboxWorkspace: string;
   /** Every log line the agent wrote, to assert what was (not) logged. */
   readonly logs: string[];
   /** A capability token for this sandbox with the given scopes. */
@@ -63,7 +67,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     options.confined === undefined ? undefined : await startTestSandbox(workspace, options.confined);
   const ctx: AgentContext = {
     sandboxId,
-    workspaceRoot: workspace,
+    workspace: new PathGuard(workspace, sandbox === undefined ? workspace : SANDBOX_WORKSPACE),
     logger: createLogger({ service: 'agent-test', level: 'debug', destination: sink }),
     now,
     launcher: sandbox?.launcher ?? options.launcher?.(workspace) ?? directLauncher(),
@@ -85,6 +89,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     ctx,
     key,
     workspace,
+    sandboxWorkspace: ctx.workspace.sandboxRoot,
     logs,
     close,
     [Symbol.asyncDispose]: close,

@@ -25,10 +25,10 @@ export function listeningUrlOf(line: string): string | undefined {
   }
 }
 
-export function dataplaneOf(httpBaseUrl: string): Dataplane {
+export function dataplaneOf(httpBaseUrl: string, workspacePath: string): Dataplane {
   const url = new URL(httpBaseUrl);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  return { httpBaseUrl, wsBaseUrl: url.href.replace(/\/+$/, '') };
+  return { httpBaseUrl, wsBaseUrl: url.href.replace(/\/+$/, ''), workspacePath };
 }
 
 /**

@@ -21,6 +21,8 @@ export interface FakeProviderOptions {
   /** Milliseconds each operation takes (default 0). */
   readonly delays?: Partial<Record<FakeOperation, number>>;
   readonly onAgentExit?: AgentExitListener;
+  /** Where its sandboxes' processes would see their workspace (default `/workspace`). */
+  readonly workspacePath?: string;
 }
 
 interface FakeSandbox {
@@ -187,7 +189,11 @@ export class FakeProvider implements SandboxProvider {
   #run(sandbox: FakeSandbox): Dataplane {
     const host = `fake-${this.#nextHost++}.sandbox.invalid`;
     sandbox.state = 'running';
-    sandbox.dataplane = { httpBaseUrl: `http://${host}`, wsBaseUrl: `ws://${host}` };
+    sandbox.dataplane = {
+      httpBaseUrl: `http://${host}`,
+      wsBaseUrl: `ws://${host}`,
+      workspacePath: this.#options.workspacePath ?? '/workspace',
+    };
     return sandbox.dataplane;
   }
 

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SandboxNamespace } from '@sbx/service-kit';
+import { SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-kit';
 import { traversableDir } from './sandbox-layout.js';
 
 export interface ProbeSetup {
@@ -24,15 +24,26 @@ mount -t tmpfs none /tmp 2>/dev/null || echo mount:ok
 cat "$1" >/dev/null 2>&1 || echo data-dir:ok
 ls "$2" >/dev/null 2>&1 || echo other-workspaces:ok
 touch /sbx-probe 2>/dev/null || echo read-only-root:ok
+[ "$(pwd)" = ${SANDBOX_WORKSPACE} ] && touch .sbx-probe && echo workspace:ok
 `;
-const CHECKS = ['uid', 'capabilities', 'umount', 'mount', 'data-dir', 'other-workspaces', 'read-only-root'];
+const CHECKS = [
+  'uid',
+  'capabilities',
+  'umount',
+  'mount',
+  'data-dir',
+  'other-workspaces',
+  'read-only-root',
+  'workspace',
+];
 const PROBE_TIMEOUT_MS = 15_000;
 
 /**
  * Proves confinement from inside, as an attacker would try to break it: a real sandbox
  * (the agent's own SandboxNamespace, as the sandbox's user) must not be root, must hold
  * no capability, must fail to unmount or mount, must not read a world-readable file in
- * the data directory nor list another workspace, and must not write to the root.
+ * the data directory nor list another workspace, must not write to the root, and must
+ * find its own workspace, writable, at SANDBOX_WORKSPACE.
  * Resolves with what failed, or undefined when everything held.
  */
 export async function probeConfinement(setup: ProbeSetup, network: boolean): Promise<string | undefined> {
@@ -73,7 +84,7 @@ async function runProbe(
     const plan = namespace.joinPlan({
       file: '/bin/sh',
       args: ['-c', PROBE_SCRIPT, 'sbx-probe', ...targets],
-      cwd: workspace,
+      cwd: SANDBOX_WORKSPACE,
       env: { PATH: '/usr/bin:/bin' },
     });
     const stdout = await new Promise<string>((resolve, reject) => {

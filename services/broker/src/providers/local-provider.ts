@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import { SbxError } from '@sbx/protocol';
+import { SANDBOX_WORKSPACE } from '@sbx/service-kit';
 import { signingKeyFromBase64url } from '@sbx/tokens';
 import { agentEnvironment } from './agent-environment.js';
 import { AgentProcess, type AgentExit } from './agent-process.js';
@@ -233,7 +234,10 @@ export class LocalProvider implements SandboxProvider {
         live.bearer,
       );
       if (this.#closing !== undefined) throw new Error('the provider shut down while the agent started');
-      live.dataplane = dataplaneOf(url);
+      // The agent realpaths its workspace; unconfined processes see exactly that path.
+      const workspacePath =
+        this.isolation === 'none' ? await realpath(paths.workspace) : SANDBOX_WORKSPACE;
+      live.dataplane = dataplaneOf(url, workspacePath);
       return live.dataplane;
     } catch (err) {
       await this.#end(sandboxId, paths);

@@ -22,6 +22,11 @@ export interface Dataplane {
   readonly httpBaseUrl: string;
   /** Same origin as `httpBaseUrl` with the ws scheme. */
   readonly wsBaseUrl: string;
+  /**
+   * Where the sandbox's processes see the workspace, also their HOME and default cwd:
+   * `/workspace` wherever they are confined; the host path only without isolation.
+   */
+  readonly workspacePath: string;
 }
 
 export type ProviderSandboxStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'missing';

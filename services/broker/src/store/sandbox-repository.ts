@@ -60,6 +60,7 @@ export interface TransitionOptions {
   readonly providerRef?: string | null;
   readonly httpBaseUrl?: string | null;
   readonly wsBaseUrl?: string | null;
+  readonly workspacePath?: string;
   readonly leaseExpiresAt?: Date;
 }
 
@@ -163,6 +164,7 @@ export class SandboxRepository {
           ...(options.providerRef === undefined ? {} : { providerRef: options.providerRef }),
           ...(options.httpBaseUrl === undefined ? {} : { httpBaseUrl: options.httpBaseUrl }),
           ...(options.wsBaseUrl === undefined ? {} : { wsBaseUrl: options.wsBaseUrl }),
+          ...(options.workspacePath === undefined ? {} : { workspacePath: options.workspacePath }),
           ...(options.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: options.leaseExpiresAt }),
         },
       });

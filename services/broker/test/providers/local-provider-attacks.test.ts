@@ -117,13 +117,13 @@ asRoot('a sandbox attacked from inside, with the broker running as root', () => 
     writeFileSync(path.join(workspaceOfB, 'b-file'), 'b secret', { mode: 0o644 });
     const result = await exec(
       a,
-      `cat ${canary} ${keyOfB} ${workspaceOfB}/b-file; ls ${workspaceOfB}; ls -A ${kit.dataDir}`,
+      `cat ${canary} ${keyOfB} ${workspaceOfB}/b-file; ls ${workspaceOfB}; ls -A ${kit.dataDir}; echo end`,
     );
     expect(result.stdout).not.toContain('secret');
     expect(result.stdout).not.toContain(b.spec.signingKey.toBase64url());
     expect(result.stdout).not.toContain('b-file');
-    // The data directory is an empty tmpfs inside, but for the path down to the own workspace.
-    expect(result.stdout.trim().split('\n')).toEqual(['workspaces']);
+    // The data directory is an empty tmpfs inside: the own workspace is at /workspace instead.
+    expect(result.stdout.trim().split('\n')).toEqual(['end']);
   });
 
   it('cannot hard-link a host file into its workspace (a link never crosses the workspace mount)', async () => {
@@ -136,9 +136,11 @@ asRoot('a sandbox attacked from inside, with the broker running as root', () => 
     const hostLogDir = mkdtempSync(path.join(tmpdir(), 'sbx-preload-'));
     const hostLog = path.join(hostLogDir, 'hits');
     let library = '';
+    const libraryDir = mkdtempSync('/var/tmp/sbx-preload-lib-');
 
     beforeAll(() => {
       chmodSync(hostLogDir, 0o777);
+      chmodSync(libraryDir, 0o755);
       // Appends the uid it runs as to a host file (invisible inside, where /tmp is the sandbox's own)
       // and to ./preload-ran (the workspace, for the user's own process).
       const source = path.join(hostLogDir, 'preload.c');
@@ -149,12 +151,17 @@ asRoot('a sandbox attacked from inside, with the broker running as root', () => 
           ` int fd = open(file, O_WRONLY | O_APPEND | O_CREAT, 0666); if (fd >= 0) { write(fd, line, n); close(fd); } }\n` +
           `__attribute__((constructor)) static void hit(void) { note("${hostLog}"); note("preload-ran"); }\n`,
       );
-      library = path.join(kit.dataDir, 'workspaces', a.spec.sandboxId, 'evil.so');
+      // At a path that means the same file inside (bound read-only) and on the host, so a
+      // launcher that took the variable would load it too.
+      library = path.join(libraryDir, 'evil.so');
       execFileSync('gcc', ['-shared', '-fPIC', '-o', library, source]);
       chmodSync(library, 0o755);
     });
 
-    afterAll(() => rmSync(hostLogDir, { recursive: true, force: true }));
+    afterAll(() => {
+      rmSync(hostLogDir, { recursive: true, force: true });
+      rmSync(libraryDir, { recursive: true, force: true });
+    });
 
     const ranInside = (): string =>
       readFileSync(path.join(kit.dataDir, 'workspaces', a.spec.sandboxId, 'preload-ran'), 'utf8');

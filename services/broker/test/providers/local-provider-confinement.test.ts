@@ -1,4 +1,5 @@
 // What a user process inside a bubblewrap sandbox can (not) see, asked through the agent's exec routes.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Dataplane, SandboxSpec } from '../../src/providers/provider.js';
@@ -50,16 +51,19 @@ describe('local provider: user processes under bubblewrap', () => {
     expect(cat.exit_code).not.toBe(0);
     expect(cat.stdout).not.toContain(spec.signingKey.toBase64url());
 
-    const listing = await exec(dataplane, spec, `ls -A ${kit.dataDir}`);
-    expect(listing.stdout.split('\n').filter((line) => line !== '')).toEqual(['workspaces']);
+    const listing = await exec(dataplane, spec, `ls -A ${kit.dataDir}; echo end`);
+    expect(listing.stdout).toBe('end\n');
 
-    const workspace = path.join(kit.dataDir, 'workspaces', spec.sandboxId);
+    // The workspace is at /workspace inside, the working directory and HOME of every process.
     const written = await exec(
       dataplane,
       spec,
-      `echo hello > ${workspace}/from-inside && cat ${workspace}/from-inside`,
+      'echo hello > /workspace/from-inside && cat from-inside && pwd && echo "$HOME"',
     );
-    expect(written.stdout).toBe('hello\n');
+    expect(written.stdout).toBe('hello\n/workspace\n/workspace\n');
+    const workspace = path.join(kit.dataDir, 'workspaces', spec.sandboxId);
+    expect(readFileSync(path.join(workspace, 'from-inside'), 'utf8')).toBe('hello\n');
+    expect(dataplane.workspacePath).toBe('/workspace');
   });
 
   it('has no network but its own loopback when the spec says network off', async () => {

@@ -1,6 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import type { LaunchSpec } from '../../adapters/launcher.js';
+import type { PathGuard } from '../files/path-guard.js';
 import { resolveWorkingDirectory } from './working-directory.js';
 
 /** What a caller asks to run: exactly one of `argv` (no shell) or `cmd` (`/bin/sh -c`). */
@@ -18,11 +19,11 @@ export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
  * holds its signing key and must never reach a child. The request's variables win.
  */
 export function childEnvironment(
-  workspaceRoot: string,
+  home: string,
   requested: Readonly<Record<string, string>> = {},
   extra: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
-  return { PATH: DEFAULT_PATH, HOME: workspaceRoot, LANG: 'C.UTF-8', ...extra, ...requested };
+  return { PATH: DEFAULT_PATH, HOME: home, LANG: 'C.UTF-8', ...extra, ...requested };
 }
 
 /** The program and arguments of a request (`cmd` runs under `/bin/sh -c`). */
@@ -33,9 +34,9 @@ export function programOf(request: CommandRequest): { readonly file: string; rea
 }
 
 /** Resolves the working directory and environment of a request into what the launcher plans from. */
-export async function launchSpecOf(workspaceRoot: string, request: CommandRequest): Promise<LaunchSpec> {
-  const cwd = await resolveWorkingDirectory(workspaceRoot, request.cwd);
-  return { ...programOf(request), cwd, env: childEnvironment(workspaceRoot, request.env) };
+export async function launchSpecOf(workspace: PathGuard, request: CommandRequest): Promise<LaunchSpec> {
+  const cwd = await resolveWorkingDirectory(workspace, request.cwd);
+  return { ...programOf(request), cwd, env: childEnvironment(workspace.sandboxRoot, request.env) };
 }
 
 /** The first of `names` found as an executable on the children's default PATH. */

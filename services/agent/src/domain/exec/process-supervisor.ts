@@ -1,10 +1,11 @@
 import type { Launcher } from '../../adapters/launcher.js';
+import type { PathGuard } from '../files/path-guard.js';
 import { launchSpecOf, type CommandRequest } from './command.js';
 import { ProcessGroup, type ProcessGroupOptions } from './process-group.js';
 import type { ProcessSlots } from './process-slots.js';
 
 export interface ProcessSupervisorOptions {
-  readonly workspaceRoot: string;
+  readonly workspace: PathGuard;
   readonly launcher: Launcher;
   readonly slots: ProcessSlots;
   /** After a program exits, how long its pipes may stay open (held by an escaped descendant). */
@@ -26,7 +27,7 @@ export class ProcessSupervisor {
   }
 
   async start(request: CommandRequest, onOutput: ProcessGroupOptions['onOutput']): Promise<ProcessGroup> {
-    const spec = await launchSpecOf(this.#options.workspaceRoot, request);
+    const spec = await launchSpecOf(this.#options.workspace, request);
     const release = this.#options.slots.acquire();
     let group: ProcessGroup;
     try {

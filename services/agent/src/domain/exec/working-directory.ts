@@ -1,44 +1,38 @@
-import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SbxError } from '@sbx/protocol';
-
-function isInside(root: string, candidate: string): boolean {
-  const relative = path.relative(root, candidate);
-  if (relative === '') return true;
-  return relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
-}
-
-/** Not `instanceof Error`: errors from Node's internals may come from another realm (e.g. under jest). */
-function errnoOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
-    ? err.code
-    : undefined;
-}
+import type { PathGuard } from '../files/path-guard.js';
 
 /**
- * The absolute directory a process starts in. `cwd` is relative to the workspace
- * (an absolute path is accepted when it lies inside it). It must resolve inside the
- * workspace after following every symlink: a link pointing out is refused like `..`.
+ * The directory a process starts in, as processes of the sandbox name it. `cwd` is a
+ * sandbox path: relative to the workspace, or absolute inside it; omitted, the workspace
+ * itself (also every process's HOME). It must resolve inside the workspace after every
+ * symlink is followed, by the same guard as the file API: a link pointing out is refused
+ * like `..`, so what exec starts in is what the file API would list there.
  */
 export async function resolveWorkingDirectory(
-  workspaceRoot: string,
+  workspace: PathGuard,
   cwd: string | undefined,
 ): Promise<string> {
-  if (cwd === undefined || cwd === '' || cwd === '.') return workspaceRoot;
+  if (cwd === undefined || cwd === '' || cwd === '.') return workspace.sandboxRoot;
   if (cwd.includes('\0')) throw new SbxError('BAD_REQUEST', 'cwd must not contain NUL bytes');
-  const requested = path.resolve(workspaceRoot, cwd);
-  if (!isInside(workspaceRoot, requested))
-    throw new SbxError('FORBIDDEN', 'cwd must stay inside the workspace');
-  let real: string;
+  const requested = path.posix.resolve(workspace.sandboxRoot, cwd);
+  let target;
   try {
-    real = await realpath(requested);
+    target = workspace.parse(requested);
   } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new SbxError('NOT_FOUND', 'cwd does not exist');
-    throw new SbxError('FORBIDDEN', 'cwd is not accessible', { cause: err });
+    if (err instanceof SbxError && err.code === 'FORBIDDEN') {
+      throw new SbxError('FORBIDDEN', `cwd must stay inside the workspace ${workspace.sandboxRoot}`, {
+        details: { workspace: workspace.sandboxRoot },
+      });
+    }
+    throw err;
   }
-  if (!isInside(workspaceRoot, real))
-    throw new SbxError('FORBIDDEN', 'cwd resolves outside the workspace (through a symlink)');
-  if (!(await stat(real)).isDirectory()) throw new SbxError('BAD_REQUEST', 'cwd is not a directory');
-  return real;
+  const resolved = await workspace.resolveExisting(target).catch((err: unknown) => {
+    if (err instanceof SbxError && err.code === 'NOT_FOUND')
+      throw new SbxError('NOT_FOUND', `cwd ${target.display} does not exist`);
+    throw err;
+  });
+  if (!resolved.stats.isDirectory())
+    throw new SbxError('BAD_REQUEST', `cwd ${target.display} is not a directory`);
+  return workspace.toSandbox(resolved.host);
 }

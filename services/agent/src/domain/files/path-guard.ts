@@ -1,10 +1,21 @@
 import type { BigIntStats } from 'node:fs';
-import { lstat, mkdir, readlink, realpath, stat } from 'node:fs/promises';
+import { lstat, mkdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SbxError, type ErrorCode } from '@sbx/protocol';
 import { errnoOf, fsError } from './fs-errors.js';
 import { inheritOwner } from './ownership.js';
-import { isWorkspaceRoot, type WorkspacePath } from './workspace-path.js';
+import {
+  belowRoot,
+  displayOf,
+  isWorkspaceRoot,
+  namesOf,
+  parseEncodedPath,
+  parseWorkspacePath,
+  type WorkspacePath,
+} from './workspace-path.js';
+
+/** Linux's own limit on symbolic links followed while resolving one path. */
+const MAX_LINK_HOPS = 40;
 
 /** Where a workspace path lives on the host, after every symlink on the way was checked. */
 export interface ResolvedPath {
@@ -44,13 +55,34 @@ async function lstatOrUndefined(host: string, shown: string): Promise<BigIntStat
 
 /**
  * The one gate between a workspace path and the host file system, used by every file
- * operation. Paths are walked one component at a time from the (symlink-free) root:
- * a symlink is followed only after `realpath` proves its target inside the workspace,
+ * operation. `root` is where the workspace is on the agent's side, `sandboxRoot` where
+ * processes of the sandbox see it (`/workspace` under bubblewrap). Paths are walked one
+ * component at a time from the (symlink-free) root: a symlink is followed only after its
+ * target, read as a process of the sandbox would read it, is proven inside the workspace,
  * so links that leave it (final or intermediate, broken or looping) are refused before
  * anything is opened, created or removed. Openers re-check the opened descriptor.
  */
 export class PathGuard {
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    readonly sandboxRoot: string = root,
+  ) {}
+
+  /** A path given as text: absolute in the sandbox's terms, or relative to the workspace. */
+  parse(text: string): WorkspacePath {
+    return parseWorkspacePath(text, this.sandboxRoot);
+  }
+
+  /** The still-encoded tail of a `/files/<tail>` URL, relative to the workspace. */
+  parseUrlTail(rawTail: string): WorkspacePath {
+    return parseEncodedPath(rawTail, this.sandboxRoot);
+  }
+
+  /** The sandbox's name for a host path inside the workspace. */
+  toSandbox(hostPath: string): string {
+    if (!this.contains(hostPath)) throw new SbxError('INTERNAL', 'a resolved path left the workspace');
+    return displayOf(this.sandboxRoot, namesOf(hostPath.slice(this.root.length)));
+  }
 
   contains(hostPath: string): boolean {
     if (this.root === '/') return hostPath.startsWith('/');
@@ -108,7 +140,7 @@ export class PathGuard {
     }
     for (const [index, name] of names.entries()) {
       const isLast = index === names.length - 1;
-      const shown = `/${names.slice(0, index + 1).join('/')}`;
+      const shown = displayOf(this.sandboxRoot, names.slice(0, index + 1));
       const host = path.join(dir, name);
       let stats = await lstatOrUndefined(host, shown);
       if (stats === undefined && !isLast && options.createParents)
@@ -149,22 +181,49 @@ export class PathGuard {
     throw new SbxError('INTERNAL', 'path walk ended without a result');
   }
 
-  /** A symlink's target: inside the workspace, or broken; anything leaving the workspace is refused. */
+  /**
+   * A symlink's target: inside the workspace, or broken; anything leaving it is refused.
+   * Resolved by hand, not by `realpath`: an absolute target is a sandbox path (a link to
+   * `/workspace/a` made inside the sandbox means the workspace's `a`, whatever the host has
+   * at `/workspace`), and a relative one climbs no higher than the workspace root.
+   */
   async #checkLink(host: string, shown: string): Promise<LinkTarget> {
-    let real: string;
-    try {
-      real = await realpath(host);
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ELOOP') throw new SbxError('BAD_REQUEST', `${shown} is a symbolic link loop`);
-      if (code !== 'ENOENT') throw fsError(err, shown);
-      // Broken: judged by where it would point, so a dangling link out of the workspace is refused too.
-      const lexical = path.resolve(path.dirname(host), await readlink(host));
-      if (!this.contains(lexical)) throw outside(shown);
-      return { kind: 'broken' };
+    let dir = path.dirname(host);
+    const pending = [path.basename(host)];
+    let hops = 0;
+    for (let name = pending.shift(); name !== undefined; name = pending.shift()) {
+      if (name === '' || name === '.') continue;
+      if (name === '..') {
+        if (dir === this.root) throw outside(shown);
+        dir = path.dirname(dir);
+        continue;
+      }
+      const candidate = path.join(dir, name);
+      const stats = await lstatOrUndefined(candidate, shown);
+      if (stats === undefined) {
+        // Broken: judged by where it would point, so a dangling link out of the workspace is refused too.
+        if (!this.contains(path.resolve(candidate, ...pending))) throw outside(shown);
+        return { kind: 'broken' };
+      }
+      if (stats.isSymbolicLink()) {
+        hops += 1;
+        if (hops > MAX_LINK_HOPS) throw new SbxError('BAD_REQUEST', `${shown} is a symbolic link loop`);
+        const target = await readlink(candidate);
+        if (target.startsWith('/')) {
+          const below = belowRoot(this.sandboxRoot, namesOf(target));
+          if (below === undefined) throw outside(shown);
+          dir = this.root;
+          pending.unshift(...below);
+        } else {
+          pending.unshift(...target.split('/'));
+        }
+        continue;
+      }
+      if (pending.length > 0 && !stats.isDirectory())
+        throw new SbxError('CONFLICT', `a parent of ${shown} is not a directory`);
+      dir = candidate;
     }
-    if (!this.contains(real)) throw outside(shown);
-    return { kind: 'inside', real };
+    return { kind: 'inside', real: dir };
   }
 
   async #makeParent(host: string, dir: string, shown: string): Promise<BigIntStats | undefined> {

@@ -2,10 +2,11 @@ import { SbxError } from '@sbx/protocol';
 
 /**
  * A path inside the workspace, checked for shape only (the guard resolves it on disk).
- * `display` is the canonical form every response uses: `/a/b`, `/` for the root.
+ * `display` is the canonical form every response uses: the absolute path processes of
+ * the sandbox see, e.g. `/workspace/a/b`, `/workspace` for the root.
  */
 export interface WorkspacePath {
-  /** Names from the root down; never empty strings, `.` or `..`. */
+  /** Names from the workspace root down; never empty strings, `.` or `..`. */
   readonly segments: readonly string[];
   readonly display: string;
 }
@@ -21,8 +22,6 @@ const MAX_NAME_BYTES = 255;
  */
 const ENCODED_SPECIAL = /%(?:2e|2f|5c|[01][0-9a-f]|7f)/i;
 
-export const WORKSPACE_ROOT: WorkspacePath = { segments: [], display: '/' };
-
 function badPath(message: string): SbxError {
   return new SbxError('BAD_REQUEST', message);
 }
@@ -35,12 +34,43 @@ function hasControlCharacter(text: string): boolean {
   return false;
 }
 
+/** `root` joined with `segments`: `/workspace` + [a, b] → `/workspace/a/b`. */
+export function displayOf(root: string, segments: readonly string[]): string {
+  if (segments.length === 0) return root;
+  return root === '/' ? `/${segments.join('/')}` : `${root}/${segments.join('/')}`;
+}
+
+/** The names of an absolute sandbox path, without empty and `.` segments. */
+export function namesOf(absolute: string): string[] {
+  return absolute.split('/').filter((segment) => segment !== '' && segment !== '.');
+}
+
 /**
- * Parses a workspace path given as text (query parameter, JSON body, signed URL).
- * A leading `/` means the workspace root, as E2B and Daytona users write paths;
- * host paths are never interpreted, so `/etc/passwd` is `<workspace>/etc/passwd`.
+ * `segments` minus the leading names of `root`, or undefined when they do not start with
+ * them: how an absolute sandbox path becomes a workspace path.
  */
-export function parseWorkspacePath(text: string): WorkspacePath {
+export function belowRoot(root: string, segments: readonly string[]): string[] | undefined {
+  const rootNames = namesOf(root);
+  if (segments.length < rootNames.length) return undefined;
+  if (rootNames.some((name, index) => segments[index] !== name)) return undefined;
+  return segments.slice(rootNames.length);
+}
+
+function outsideWorkspace(shown: string, root: string): SbxError {
+  return new SbxError(
+    'FORBIDDEN',
+    `${shown} is outside the workspace ${root}; the file API serves the workspace only ` +
+      `(an absolute path inside it, or a path relative to it)`,
+    { details: { workspace: root } },
+  );
+}
+
+/**
+ * Parses a path given as text (query parameter, JSON body, watch frame) the way every
+ * process of the sandbox reads it: an absolute path is a sandbox path and must lie in
+ * the workspace `root` (never remapped); a relative one is relative to the workspace.
+ */
+export function parseWorkspacePath(text: string, root: string): WorkspacePath {
   if (Buffer.byteLength(text) > MAX_PATH_BYTES) throw badPath(`path is longer than ${MAX_PATH_BYTES} bytes`);
   if (hasControlCharacter(text)) throw badPath('path must not contain NUL or control characters');
   if (text.includes('\\')) throw badPath('path must not contain backslashes; "/" is the only separator');
@@ -49,20 +79,24 @@ export function parseWorkspacePath(text: string): WorkspacePath {
       'path contains a percent-encoded dot, slash, backslash or control character after decoding',
     );
   }
-  const segments = text.split('/').filter((segment) => segment !== '' && segment !== '.');
-  if (segments.includes('..')) throw badPath('path must not contain ".." segments');
-  if (segments.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES)) {
+  const names = namesOf(text);
+  if (names.includes('..')) throw badPath('path must not contain ".." segments');
+  if (names.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES)) {
     throw badPath(`a path segment is longer than ${MAX_NAME_BYTES} bytes`);
   }
-  return { segments, display: `/${segments.join('/')}` };
+  if (!text.startsWith('/')) return { segments: names, display: displayOf(root, names) };
+  const segments = belowRoot(root, names);
+  if (segments === undefined) throw outsideWorkspace(displayOf('/', names), root);
+  return { segments, display: displayOf(root, segments) };
 }
 
 /**
- * Parses the still-encoded tail of a URL path (`/files/<tail>`): each segment is
+ * Parses the still-encoded tail of a URL path (`/files/<tail>`), which is always relative
+ * to the workspace (a URL cannot say "relative"; docs/files.md). Each segment is
  * percent-decoded exactly once, and a segment that decodes to contain `/` (`%2F`) is
  * refused rather than allowed to create a separator the router never saw.
  */
-export function parseEncodedPath(rawTail: string): WorkspacePath {
+export function parseEncodedPath(rawTail: string, root: string): WorkspacePath {
   const decoded = rawTail.split('/').map((segment) => {
     let name: string;
     try {
@@ -73,12 +107,12 @@ export function parseEncodedPath(rawTail: string): WorkspacePath {
     if (name.includes('/')) throw badPath('path must not contain an encoded "/" (%2F)');
     return name;
   });
-  return parseWorkspacePath(decoded.join('/'));
+  return parseWorkspacePath(decoded.filter((name) => name !== '').join('/'), root);
 }
 
 export function childPath(parent: WorkspacePath, name: string): WorkspacePath {
   const segments = [...parent.segments, name];
-  return { segments, display: `/${segments.join('/')}` };
+  return { segments, display: parent.display === '/' ? `/${name}` : `${parent.display}/${name}` };
 }
 
 export function isWorkspaceRoot(path: WorkspacePath): boolean {

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Launcher } from '../../adapters/launcher.js';
+import type { PathGuard } from '../files/path-guard.js';
 import type { PtySpawner, TerminalSize } from '../../adapters/pty.js';
 import { DrainMarkerScanner, newDrainNonce, wrapForDrain } from './drain-handshake.js';
 import { resolveWorkingDirectory } from '../exec/working-directory.js';
@@ -11,7 +12,7 @@ import type { ResolvedShellLimits } from './shell-limits.js';
 import { ShellSession, type ShellSessionHooks } from './shell-session.js';
 
 export interface ShellRegistryDeps {
-  readonly workspaceRoot: string;
+  readonly workspace: PathGuard;
   readonly launcher: Launcher;
   readonly spawnPty: PtySpawner;
   readonly logger: Logger;
@@ -70,7 +71,7 @@ export class ShellRegistry {
 
   async create(request: NewShell): Promise<ShellSession> {
     // The same confinement as exec: inside the workspace after every symlink is followed.
-    const cwd = await resolveWorkingDirectory(this.deps.workspaceRoot, request.cwd);
+    const cwd = await resolveWorkingDirectory(this.deps.workspace, request.cwd);
     if (this.#closed) throw new SbxError('BACKEND_UNAVAILABLE', 'the agent is shutting down');
     if (this.#running.size >= this.limits.maxShells) {
       throw new SbxError('RATE_LIMITED', `at most ${this.limits.maxShells} shells may run at once`, {
@@ -81,7 +82,7 @@ export class ShellRegistry {
     const program = wrapForDrain(this.limits.program, nonce);
     const env = shellEnvironment(
       {
-        home: this.deps.workspaceRoot,
+        home: this.deps.workspace.sandboxRoot,
         path: this.limits.path,
         lang: this.limits.lang,
         shell: this.limits.program.file,

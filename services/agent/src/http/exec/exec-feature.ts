@@ -21,7 +21,7 @@ export type { ExecOptions } from './exec-options.js';
 export function execFeature(ctx: AgentContext, options: ExecOptions = {}): AgentFeature {
   const settings = resolveExecOptions(options);
   const supervisor = new ProcessSupervisor({
-    workspaceRoot: ctx.workspaceRoot,
+    workspace: ctx.workspace,
     launcher: ctx.launcher,
     slots: new ProcessSlots(settings.maxConcurrentProcesses),
     drainMs: settings.drainMs,

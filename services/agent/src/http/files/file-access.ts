@@ -29,7 +29,7 @@ export function authorizeFileAccess(
     requireScope(capabilityOf(res), SCOPE_OF_OPERATION[operation]);
     return pathOf(req);
   }
-  const target = pathOf(req);
+  const target = signedPathOf(req, pathOf);
   verifyFileUrl({
     keys: deps.ctx.keys.current().keys,
     sandboxId: deps.ctx.sandboxId,
@@ -41,6 +41,20 @@ export function authorizeFileAccess(
     maxTtlSeconds: deps.settings.signedUrlMaxTtlSeconds,
   });
   return target;
+}
+
+/**
+ * The path of a signed request, or 401: no signature can be valid for a path the agent
+ * refuses, and the refusal would tell an unauthenticated caller where the workspace is.
+ */
+function signedPathOf(req: Request, pathOf: (req: Request) => WorkspacePath): WorkspacePath {
+  try {
+    return pathOf(req);
+  } catch (err) {
+    if (err instanceof SbxError && err.code === 'FORBIDDEN')
+      throw new SbxError('UNAUTHENTICATED', 'the signed URL is not valid for this path');
+    throw err;
+  }
 }
 
 /** On every route that does not take signed URLs: a `sig` there must not pass as authentication. */

@@ -1,6 +1,5 @@
 import type { AgentContext, AgentFeature } from '../../agent-context.js';
 import { AtomicWriter } from '../../domain/files/atomic-writer.js';
-import { PathGuard } from '../../domain/files/path-guard.js';
 import type { TreeWatcher } from '../../domain/files/watch/tree-watcher.js';
 import { FILES_DEFAULTS, type FilesDeps, type FilesOptions } from './files-deps.js';
 import { filesRouter } from './files-router.js';
@@ -28,7 +27,7 @@ export function filesFeature(ctx: AgentContext, options: FilesOptions = {}): Age
     maxWatchedDirectories: positiveInteger('maxWatchedDirectories', merged.maxWatchedDirectories),
     maxWatchBacklogBytes: positiveInteger('maxWatchBacklogBytes', merged.maxWatchBacklogBytes),
   };
-  const guard = new PathGuard(ctx.workspaceRoot);
+  const guard = ctx.workspace;
   const watchers = new Set<TreeWatcher>();
   const deps: FilesDeps = { ctx, guard, writer: new AtomicWriter(guard), settings, watchers };
   return {

@@ -2,7 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { parseOrThrow, MkdirRequest, MoveRequest } from '@sbx/protocol';
 import { listPath } from '../../domain/files/directory-listing.js';
 import { makeDirectory, movePath, removePath, statPath } from '../../domain/files/file-operations.js';
-import { parseWorkspacePath, type WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { WorkspacePath } from '../../domain/files/workspace-path.js';
 import { requireCapability } from '../capability.js';
 import { authorizeFileAccess, refuseSignedUrl } from './file-access.js';
 import type { FilesDeps } from './files-deps.js';
@@ -14,7 +14,6 @@ const FILE_ROUTES = ['/files', '/files/*path'];
 const jsonBody = express.json({ limit: '64kb' });
 const readScope = [refuseSignedUrl, requireCapability('fs:ro')];
 const writeScope = [refuseSignedUrl, requireCapability('fs:rw')];
-const fromQuery = (req: Request): WorkspacePath => pathFromQuery(req);
 
 /**
  * The files API. Seed paths (`/files/{path}`: GET, HEAD, PUT, DELETE) and the normalized
@@ -24,14 +23,17 @@ const fromQuery = (req: Request): WorkspacePath => pathFromQuery(req);
  */
 export function filesRouter(deps: FilesDeps): Router {
   const router = Router();
+  const { guard } = deps;
+  const fromUrl = (req: Request): WorkspacePath => pathFromFilesUrl(guard, req);
+  const fromQuery = (req: Request): WorkspacePath => pathFromQuery(guard, req);
   router.get(FILE_ROUTES, async (req: Request, res: Response) => {
-    await serveFile(deps, req, res, authorizeFileAccess(deps, req, res, 'GET', pathFromFilesUrl));
+    await serveFile(deps, req, res, authorizeFileAccess(deps, req, res, 'GET', fromUrl));
   });
   router.put(FILE_ROUTES, async (req: Request, res: Response) => {
-    await receiveUpload(deps, req, res, authorizeFileAccess(deps, req, res, 'PUT', pathFromFilesUrl));
+    await receiveUpload(deps, req, res, authorizeFileAccess(deps, req, res, 'PUT', fromUrl));
   });
   router.delete(FILE_ROUTES, writeScope, async (req: Request, res: Response) => {
-    await removePath(deps.guard, pathFromFilesUrl(req), booleanQuery(req, 'recursive'));
+    await removePath(guard, fromUrl(req), booleanQuery(req, 'recursive'));
     res.status(204).end();
   });
 
@@ -42,23 +44,23 @@ export function filesRouter(deps: FilesDeps): Router {
     await receiveUpload(deps, req, res, authorizeFileAccess(deps, req, res, 'PUT', fromQuery));
   });
   router.get('/v1/files/stat', readScope, async (req: Request, res: Response) => {
-    res.json(await statPath(deps.guard, pathFromQuery(req)));
+    res.json(await statPath(guard, fromQuery(req)));
   });
   router.get('/v1/files/list', readScope, async (req: Request, res: Response) => {
-    res.json(await listPath(deps.guard, pathFromQuery(req)));
+    res.json(await listPath(guard, fromQuery(req)));
   });
   router.post('/v1/files/mkdir', writeScope, jsonBody, async (req: Request, res: Response) => {
     const body = parseOrThrow(MkdirRequest, req.body);
-    const made = await makeDirectory(deps.guard, parseWorkspacePath(body.path), body.parents ?? false);
+    const made = await makeDirectory(guard, guard.parse(body.path), body.parents ?? false);
     res.status(made.created ? 201 : 200).json(made.info);
   });
   router.post('/v1/files/move', writeScope, jsonBody, async (req: Request, res: Response) => {
     const body = parseOrThrow(MoveRequest, req.body);
-    const from = parseWorkspacePath(body.from);
-    res.json(await movePath(deps.guard, from, parseWorkspacePath(body.to), body.overwrite ?? false));
+    const from = guard.parse(body.from);
+    res.json(await movePath(guard, from, guard.parse(body.to), body.overwrite ?? false));
   });
   router.delete('/v1/files', writeScope, async (req: Request, res: Response) => {
-    await removePath(deps.guard, pathFromQuery(req), booleanQuery(req, 'recursive'));
+    await removePath(guard, fromQuery(req), booleanQuery(req, 'recursive'));
     res.status(204).end();
   });
 

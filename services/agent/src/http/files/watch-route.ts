@@ -2,7 +2,6 @@ import path from 'node:path';
 import { SbxError, WS_CLOSE_CODES, type WatchStartFrame } from '@sbx/protocol';
 import { describeSpecial } from '../../domain/files/entry-info.js';
 import { TreeWatcher, type WatchEvent } from '../../domain/files/watch/tree-watcher.js';
-import { parseWorkspacePath } from '../../domain/files/workspace-path.js';
 import type { EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
 import type { FilesDeps } from './files-deps.js';
 
@@ -36,7 +35,7 @@ async function startWatcher(
   frame: WatchStartFrame,
   stop: () => void,
 ): Promise<TreeWatcher> {
-  const target = parseWorkspacePath(frame.path);
+  const target = deps.guard.parse(frame.path);
   const resolved = await deps.guard.resolveExisting(target);
   const isDirectory = resolved.stats.isDirectory();
   if (!isDirectory && !resolved.stats.isFile()) {

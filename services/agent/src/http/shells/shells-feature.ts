@@ -18,7 +18,7 @@ export interface ShellOptions extends ShellLimits {
 export function shellsFeature(ctx: AgentContext, options: ShellOptions = {}): AgentFeature {
   const registry = new ShellRegistry(
     {
-      workspaceRoot: ctx.workspaceRoot,
+      workspace: ctx.workspace,
       launcher: ctx.launcher,
       spawnPty: options.spawnPty ?? nodePtySpawner,
       logger: ctx.logger,

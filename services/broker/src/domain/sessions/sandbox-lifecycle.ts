@@ -187,6 +187,7 @@ export class SandboxLifecycle {
         providerRef: up.providerRef,
         httpBaseUrl: up.dataplane.httpBaseUrl,
         wsBaseUrl: up.dataplane.wsBaseUrl,
+        workspacePath: up.dataplane.workspacePath,
       });
       await auditSandbox(this.deps.audit, 'sandbox.active', 'ok', context, active);
       return active;

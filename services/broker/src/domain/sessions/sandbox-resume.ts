@@ -54,7 +54,11 @@ async function resumeHeld(
     await assertRoomForAgent(deps.sandboxes, policy, sandbox.tenantId);
     try {
       const dataplane = await deps.provider.start(sandbox.id);
-      urls = { httpBaseUrl: dataplane.httpBaseUrl, wsBaseUrl: dataplane.wsBaseUrl };
+      urls = {
+        httpBaseUrl: dataplane.httpBaseUrl,
+        wsBaseUrl: dataplane.wsBaseUrl,
+        workspacePath: dataplane.workspacePath,
+      };
     } catch (err) {
       throw providerFailure(err);
     }

@@ -39,7 +39,11 @@ function dataplaneOf(sandbox: SandboxRecord): Dataplane {
   if (sandbox.httpBaseUrl === null || sandbox.wsBaseUrl === null) {
     throw new SbxError('INTERNAL', `sandbox ${sandbox.id} is serving without a dataplane`);
   }
-  return { http_base_url: sandbox.httpBaseUrl, ws_base_url: sandbox.wsBaseUrl };
+  return {
+    http_base_url: sandbox.httpBaseUrl,
+    ws_base_url: sandbox.wsBaseUrl,
+    workspace_path: sandbox.workspacePath,
+  };
 }
 
 function policyOf(session: SessionState): SessionPolicy {
@@ -95,6 +99,7 @@ export function threadSandboxBody(session: SessionWithToken): ThreadSandboxRespo
   return {
     sandbox_id: session.sandbox.id,
     endpoints: { http: dataplane.http_base_url, ws: dataplane.ws_base_url },
+    workspace_path: dataplane.workspace_path,
     ...threadRefreshBody(session),
     scopes: [...session.token.scopes],
   };
