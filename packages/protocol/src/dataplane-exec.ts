@@ -173,6 +173,9 @@ export type ProcessStdinRequest = z.infer<typeof ProcessStdinRequest>;
 export const ProcessSignalRequest = z.strictObject({ signal: Signal });
 export type ProcessSignalRequest = z.infer<typeof ProcessSignalRequest>;
 
-/** The invite-architecture seed's `/execute` body: `code` is required, anything else (e.g. `user_id`) is ignored. */
+/**
+ * The legacy `/execute` body (docs/protocol.md#legacy-endpoints): `code` is required, anything
+ * else (e.g. `user_id`) is ignored.
+ */
 export const LegacyExecuteRequest = z.looseObject({ code: z.string().min(1) });
 export type LegacyExecuteRequest = z.infer<typeof LegacyExecuteRequest>;

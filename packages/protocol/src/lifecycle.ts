@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Lifecycle states of a sandbox binding (session seed, "Full Lifecycle States"). */
+/** Lifecycle states of a sandbox binding (docs/lifecycle.md#states). */
 export const SANDBOX_STATES = [
   'provisioning',
   'active',

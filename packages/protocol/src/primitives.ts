@@ -63,8 +63,8 @@ export type PositiveSeconds = z.infer<typeof PositiveSeconds>;
 /**
  * Where the sandbox's processes see their workspace, also their HOME and default working
  * directory: `/workspace` wherever they are confined (docs/files.md). This broker always
- * sends it; optional so that clients still parse answers of servers that follow the seed
- * shapes without it (such a server's sandboxes are taken to use `/workspace`).
+ * sends it; optional so that clients still parse answers of servers that omit it
+ * (docs/protocol.md#compatibility-rules: such a server's sandboxes are taken to use `/workspace`).
  */
 export const WorkspacePath = z
   .string()

@@ -21,8 +21,8 @@ import {
  * The broker's HTTP routes with their schemas: what the broker validates, what the SDK
  * sends, and what an OpenAPI document is generated from. `body` absent: the route takes
  * no body. `response` absent: `204 No Content`. Every error is an `ErrorEnvelope` whose
- * HTTP status is `ERROR_TABLE[code].status`; `errors` lists the codes the seeds name
- * for the route (plus BAD_REQUEST wherever there is a body or path parameter).
+ * HTTP status is `ERROR_TABLE[code].status`; `errors` lists the codes the route may answer
+ * (docs/protocol.md#error-table; BAD_REQUEST wherever there is a body or path parameter).
  */
 export interface RouteSpec {
   readonly method: 'GET' | 'POST' | 'DELETE';
@@ -126,7 +126,7 @@ export const ROUTES = {
   threadSandbox: {
     method: 'POST',
     path: '/threads/{thread_id}/sandbox',
-    summary: "Negotiate access to the thread's sandbox (hybrid seed §2)",
+    summary: "Negotiate access to the thread's sandbox (ensure)",
     params: ThreadPathParams,
     body: ThreadSandboxRequest,
     response: ThreadSandboxResponse,

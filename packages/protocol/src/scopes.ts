@@ -1,11 +1,11 @@
 import { z } from 'zod';
 
-/** Capability scopes carried by sandbox tokens (hybrid seed §5). */
+/** Capability scopes carried by sandbox tokens (docs/protocol.md#scopes). */
 export const CAPABILITY_SCOPES = ['fs:ro', 'fs:rw', 'shell', 'shell:ro', 'process'] as const;
 export const CapabilityScope = z.enum(CAPABILITY_SCOPES);
 export type CapabilityScope = z.infer<typeof CapabilityScope>;
 
-/** Names of the session-access seed, accepted on input as aliases. */
+/** Older names, accepted on input as aliases (docs/protocol.md#aliases). */
 export const CAPABILITY_ALIASES = {
   fs_read: 'fs:ro',
   fs_write: 'fs:rw',
@@ -121,7 +121,10 @@ export function formatScopeString(scopes: Iterable<CapabilityScope>): string {
   return CAPABILITY_SCOPES.filter((s) => set.has(s)).join(' ');
 }
 
-/** Caller scopes of the broker API (sandboxd authentication seed). exec does not imply attach. */
+/**
+ * Caller scopes of the broker API (docs/protocol.md#callers-and-caller-scopes).
+ * exec does not imply attach.
+ */
 export const CALLER_SCOPES = [
   'read:sandbox',
   'write:sandbox',

@@ -14,10 +14,10 @@ import { GrantedCapabilityList } from './scopes.js';
 import { ScopeType } from './sessions.js';
 
 /**
- * Responses of `/v1/sandbox/sessions…` (session seed).
+ * Responses of `/v1/sandbox/sessions…` (docs/protocol.md#route-families).
  *
  * Response schemas are not strict: a client must keep working when a newer server
- * adds fields (evolution rule 2), so unknown keys are stripped, not rejected.
+ * adds fields (docs/protocol.md#compatibility-rules), so unknown keys are stripped, not rejected.
  * Capabilities in responses are parsed with aliases accepted and come out canonical;
  * the broker always writes canonical names (`fs:rw`, not `fs_write`).
  */
@@ -40,7 +40,10 @@ const mvpFields = {
   expires_at: Timestamp,
 };
 
-/** MVP response of `POST /v1/sandbox/sessions` (and the Phase 0 bootstrap run-config shape). */
+/**
+ * MVP response of `POST /v1/sandbox/sessions`, also the shape handed over out of band
+ * (docs/protocol.md#mvp-routes).
+ */
 export const MvpSessionResponse = z.object(mvpFields);
 export type MvpSessionResponse = z.infer<typeof MvpSessionResponse>;
 
@@ -90,7 +93,7 @@ const fullFields = {
   policy: SessionPolicy,
 };
 
-/** Full (north star) response of `POST /v1/sandbox/sessions`. */
+/** Full response of `POST /v1/sandbox/sessions` (docs/protocol.md#full-protocol). */
 export const FullSessionResponse = z.object(fullFields);
 export type FullSessionResponse = z.infer<typeof FullSessionResponse>;
 

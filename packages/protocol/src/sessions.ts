@@ -3,12 +3,12 @@ import { Id, ProviderName } from './primitives.js';
 import { CapabilityList, type CapabilityScope } from './scopes.js';
 
 /**
- * Session negotiation request of `POST /v1/sandbox/sessions` (session seed).
+ * Session negotiation request of `POST /v1/sandbox/sessions` (docs/protocol.md#route-families).
  *
  * ONE schema accepts both shapes:
  * - MVP:  `{ thread_id, mode: 'get' | 'ensure' }`
  * - full: `{ scope: {type, id}, mode, actor?, requested_capabilities?, sandbox_hint?, provider_preference? }`
- * Every field the full shape adds is optional (evolution rule 4), so any mix of the
+ * Every field the full shape adds is optional (docs/protocol.md#compatibility-rules), so any mix of the
  * two parses, and `NegotiateSessionRequest` transforms it into one `NegotiateRequest`.
  *
  * Decisions:
@@ -17,7 +17,7 @@ import { CapabilityList, type CapabilityScope } from './scopes.js';
  * - All four modes are accepted in either shape: a mode says what to do, the scope
  *   says where, and the two are orthogonal. `get` (MVP) and `attach_only` (full) mean
  *   the same thing and are normalized to `attach_only`.
- * - Capabilities may use the seed's names (`fs_read`, `fs_write`, `exec`, `shell`)
+ * - Capabilities may use the alias names (`fs_read`, `fs_write`, `exec`, `shell`; docs/protocol.md#aliases)
  *   or the canonical scopes; they are normalized, de-duplicated and ordered. An unknown
  *   name is rejected with a message naming it. Omitting the list asks for the policy
  *   default; an empty list is rejected (it would mint a token that can do nothing).

@@ -4,7 +4,7 @@ import { BearerToken, HttpUrl, Id, Timestamp, WorkspacePath, WsUrl } from './pri
 import { CapabilityList, GrantedCapabilityList } from './scopes.js';
 
 /**
- * Thread routes of the hybrid token-exchange seed (§2, §10):
+ * Thread routes (docs/protocol.md#thread-routes):
  *
  *   POST   /threads/{thread_id}/sandbox            ThreadSandboxRequest   → ThreadSandboxResponse
  *   POST   /threads/{thread_id}/sandbox/refresh    ThreadRefreshRequest   → ThreadRefreshResponse
@@ -12,10 +12,13 @@ import { CapabilityList, GrantedCapabilityList } from './scopes.js';
  *   DELETE /threads/{thread_id}/sandbox            (no body)              → 204
  *
  * Requests are strict (unknown keys rejected); responses strip unknown keys.
- * `scopes` accept the session seed's aliases and come out canonical and de-duplicated.
+ * `scopes` accept the aliases (docs/protocol.md#aliases) and come out canonical and de-duplicated.
  */
 
-/** Upper bound of a requested token TTL; the broker's policy clamps further down (seed: 5–15 min). */
+/**
+ * Upper bound of a requested token TTL; the broker's policy clamps further down
+ * (docs/protocol.md#lifetimes-and-refresh).
+ */
 export const MAX_REQUESTED_TTL_SECONDS = 86_400;
 
 export const ThreadPathParams = z.strictObject({ thread_id: Id });
@@ -72,7 +75,8 @@ export const ThreadRefreshResponse = z
 export type ThreadRefreshResponse = z.infer<typeof ThreadRefreshResponse>;
 
 /**
- * Heartbeat extends the sandbox lease (seed §4); either the human or the agent may send it.
+ * Heartbeat extends the sandbox lease (docs/lifecycle.md#leases-and-heartbeats); either the
+ * human or the agent may send it.
  * `sandbox_id`, when given, guards against extending a sandbox that has since been replaced
  * (the broker answers 409 BINDING_CONFLICT).
  */

@@ -13,7 +13,10 @@ export const WS_CLOSE_CODES = {
   INTERNAL_ERROR: 1011,
   /** The token expired during the connection: refresh it, reconnect, send `auth` again. */
   TOKEN_EXPIRED: 4401,
-  /** The token lacks the capability this endpoint or frame needs (e.g. `stdin` with `shell:ro`). */
+  /**
+   * The token lacks the capability a `start` needs (opening a shell with `shell:ro`). A token lacking
+   * every scope of the endpoint is refused at `auth` with 1008; an observer's `stdin` gets an error frame.
+   */
   CAPABILITY_DENIED: 4403,
   /** `start` named a `shell_session_id` that does not exist (any more). */
   SHELL_NOT_FOUND: 4404,
@@ -21,7 +24,10 @@ export const WS_CLOSE_CODES = {
 export type WsCloseCodeName = keyof typeof WS_CLOSE_CODES;
 export type WsCloseCode = (typeof WS_CLOSE_CODES)[WsCloseCodeName];
 
-/** A connection that has not sent a valid `auth` frame within this time is closed with 1008 (hybrid seed §7). */
+/**
+ * A connection that has not sent a valid `auth` frame within this time is closed with 1008
+ * (docs/protocol.md#first-frame-authentication).
+ */
 export const AUTH_TIMEOUT_MS = 5_000;
 
 /** Largest text frame, in UTF-8 bytes, a client may send (1 MiB); larger ones close with 1009. */

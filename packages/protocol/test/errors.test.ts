@@ -10,7 +10,7 @@ describe('error codes', () => {
     }
   });
 
-  it('holds the statuses the seeds name', () => {
+  it('holds the statuses of the documented error table', () => {
     const named: [ErrorCode, number][] = Object.entries({
       UNAUTHENTICATED: 401,
       FORBIDDEN: 403,
@@ -40,7 +40,7 @@ describe('error codes', () => {
     expect(ERROR_TABLE.CAPABILITY_DENIED.retryable).toBe(false);
   });
 
-  it('parses the seed error envelope and rejects unknown codes', () => {
+  it('parses the error envelope and rejects unknown codes', () => {
     const env = {
       error: {
         code: 'CAPABILITY_DENIED',

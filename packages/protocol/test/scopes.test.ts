@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { expandScopes, normalizeCapability, parseScopeString } from '../src/index.js';
 
 describe('capability scopes', () => {
-  it('accepts the seed names as aliases', () => {
+  it('accepts the alias names', () => {
     expect(normalizeCapability('fs_write')).toBe('fs:rw');
     expect(normalizeCapability('exec')).toBe('process');
     expect(normalizeCapability('root')).toBeUndefined();

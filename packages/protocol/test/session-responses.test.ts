@@ -14,7 +14,7 @@ import {
 import { fullThreadResponse } from './fixtures.js';
 
 describe('session responses', () => {
-  it('parses the seed MVP response', () => {
+  it('parses an MVP response', () => {
     const mvp = {
       session_id: 'ssn_123',
       thread_id: 'thr_123',
@@ -31,7 +31,7 @@ describe('session responses', () => {
     expect(MvpSessionResponse.parse(mvp)).toEqual(mvp);
   });
 
-  it('parses the seed full response, alias capabilities coming out canonical', () => {
+  it('parses a full response, alias capabilities coming out canonical', () => {
     const seed = fullThreadResponse();
     const raw = {
       ...seed,

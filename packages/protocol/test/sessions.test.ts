@@ -28,7 +28,7 @@ describe('POST /v1/sandbox/sessions request', () => {
     expect(NegotiateSessionRequest.parse({ thread_id: 'thr_123', mode: 'get' }).mode).toBe('attach_only');
   });
 
-  it('parses the full seed body and normalizes alias capabilities to canonical scopes', () => {
+  it('parses the full body and normalizes alias capabilities to canonical scopes', () => {
     const body: NegotiateSessionRequestInput = {
       scope: { type: 'thread', id: 'thr_123' },
       mode: 'ensure',

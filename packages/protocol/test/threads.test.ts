@@ -10,8 +10,8 @@ import {
   ThreadSandboxResponse,
 } from '../src/index.js';
 
-describe('thread routes (hybrid seed)', () => {
-  it('parses the seed negotiation body', () => {
+describe('thread routes', () => {
+  it('parses a negotiation body with sandbox_id, scopes and ttl', () => {
     expect(
       ThreadSandboxRequest.parse({ sandbox_id: 'sbx_abc123', scopes: ['fs:rw', 'shell'], ttl: 900 }),
     ).toEqual({
@@ -42,7 +42,7 @@ describe('thread routes (hybrid seed)', () => {
     ).toBe(true);
   });
 
-  it('parses the seed negotiation response', () => {
+  it('parses a negotiation response', () => {
     const res = {
       sandbox_id: 'sbx_abc123',
       endpoints: {

@@ -62,7 +62,8 @@ interface TokenTimes {
 
 function checkTimes(payload: Record<string, unknown>, rules: ClaimRules, now: number): TokenTimes {
   const iat = numericDate(payload['iat'], 'iat');
-  // Optional (RFC 7519 §4.1.5): the seed's claim set has none; when present it must be well formed.
+  // Optional (RFC 7519 §4.1.5): the minimal claim set (docs/protocol.md#claims) has none;
+  // when present it must be well formed.
   const nbf = payload['nbf'] === undefined ? undefined : numericDate(payload['nbf'], 'nbf');
   const exp = numericDate(payload['exp'], 'exp');
   const start = nbf === undefined ? iat : Math.min(iat, nbf);

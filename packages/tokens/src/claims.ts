@@ -15,7 +15,10 @@ export interface CapabilityClaims {
   readonly session_id?: string;
   readonly jti: string;
   readonly iat: number;
-  /** Optional (RFC 7519 §4.1.5): we always mint it; tokens minted by the seed's claim set have none. */
+  /**
+   * Optional (RFC 7519 §4.1.5): we always mint it; tokens with the minimal claim set
+   * (docs/protocol.md#claims) have none.
+   */
   readonly nbf?: number;
   readonly exp: number;
 }

@@ -14,7 +14,7 @@ import { TokenError } from './token-error.js';
 export const FILE_URL_OPERATIONS = ['GET', 'PUT'] as const;
 export type FileUrlOperation = (typeof FILE_URL_OPERATIONS)[number];
 
-/** Seed §7: short lifetimes stand in for revocation of capability URLs. */
+/** docs/protocol.md#signed-file-urls: short lifetimes stand in for revocation of capability URLs. */
 export const DEFAULT_FILE_URL_MAX_TTL_SECONDS = 900;
 
 /**

@@ -143,11 +143,12 @@ describe('what jsonwebtoken signs our way, we accept', () => {
   });
 });
 
-describe('the seed’s minimal claim set, minted by jsonwebtoken', () => {
+describe('the minimal claim set, minted by jsonwebtoken', () => {
   /**
-   * Minted the way a seed-following broker does: jsonwebtoken writes sub, aud, jti, iss and exp
+   * Minted the way another broker using jsonwebtoken would mint the minimal claim set
+   * (docs/protocol.md#claims): jsonwebtoken writes sub, aud, jti, iss and exp
    * from its options (exp from iat, given so it follows our test clock, not Date.now), and no nbf
-   * unless asked. iss is not in the seed's list but the verifier pins it (D3), so it is configured.
+   * unless asked. iss is configured because the verifier pins it (docs/architecture.md D3).
    */
   const SEED_SIGN_OPTIONS: jwt.SignOptions = {
     subject: 'user_xyz',

@@ -5,7 +5,7 @@ import { shellsFeature } from '../../src/http/shells/shells-feature.js';
 import { startTestAgent, TEST_ISSUER, type TestAgent } from '../support/agent-harness.js';
 import { plainText, rawText } from './shell-client.js';
 
-/** The seed's client: token in the query, raw text both ways. */
+/** A legacy client (docs/protocol.md#legacy-endpoints): token in the query, raw text both ways. */
 class LegacyClient {
   readonly ws: WebSocket;
   output = '';
@@ -86,7 +86,7 @@ describe('legacy WS /computer', () => {
     client.ws.close();
   });
 
-  it("refuses another room with the seed's reason and logs who tried", async () => {
+  it('refuses another room with the legacy reason and logs who tried', async () => {
     const token = agent.token(['shell'], { sub: 'usr_intruder' });
     const client = new LegacyClient(computer(`token=${token}&room=thr_other`));
     expect(await client.closed).toEqual({ code: 1008, reason: 'Unauthorized Room Access' });
@@ -100,7 +100,7 @@ describe('legacy WS /computer', () => {
     expect(await client.closed).toEqual({ code: 1008, reason: 'Elevated access not granted' });
   });
 
-  it("rejects missing and insufficient tokens with the seed's reasons", async () => {
+  it('rejects missing and insufficient tokens with the legacy reasons', async () => {
     const missing = new LegacyClient(computer('room=thr_test'));
     expect(await missing.closed).toEqual({ code: 1008, reason: 'Missing token' });
     const observer = new LegacyClient(computer(`token=${agent.token(['shell:ro'])}&room=thr_test`));

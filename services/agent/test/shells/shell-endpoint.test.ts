@@ -24,7 +24,7 @@ describe('shell endpoint', () => {
     client.close();
   });
 
-  it('also serves the seed path /ws', async () => {
+  it('also serves the alias path /ws', async () => {
     const client = await ShellClient.start(`${shells.agent.wsUrl}/ws`, shells.agent.token(['shell']));
     client.type('echo $((6 * 7))');
     expect(await client.waitFor(/^42$/m)).toMatch(/^42$/m);

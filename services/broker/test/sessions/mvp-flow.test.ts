@@ -1,4 +1,4 @@
-// The MVP client's whole life (session seed): ensure → get → refresh →
+// The MVP client's whole life (docs/protocol.md#mvp-routes): ensure → get → refresh →
 // release, reading only the MVP fields, with the token checked the way the
 // sandbox's agent checks it.
 import { randomUUID } from 'node:crypto';

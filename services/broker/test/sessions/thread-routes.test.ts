@@ -1,4 +1,4 @@
-// Thread routes of the hybrid seed: negotiate with scopes and ttl, refresh
+// Thread routes (docs/protocol.md#thread-routes): negotiate with scopes and ttl, refresh
 // with the current token as proof of possession, heartbeat, release.
 import { randomUUID } from 'node:crypto';
 import { beforeAll, expect, it } from '@jest/globals';

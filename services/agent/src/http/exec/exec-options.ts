@@ -25,7 +25,7 @@ export interface ExecOptions {
   readonly followBufferBytes?: number;
   /** After a program exits, how long pipes held by an escaped descendant may stay open. */
   readonly drainMs?: number;
-  /** Serve the invite-architecture seed's `WS /execute?token=`. */
+  /** Serve the legacy `WS /execute?token=` (docs/protocol.md#legacy-endpoints). */
   readonly legacyEndpoints?: boolean;
   /** Program that runs `/execute`'s `code` with `-c`: default python3 when installed, else /bin/sh. */
   readonly legacyInterpreter?: string;

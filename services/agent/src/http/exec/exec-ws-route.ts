@@ -76,7 +76,7 @@ class ExecSocketHandler implements EndpointHandler<'exec'> {
   }
 }
 
-/** `WS /v1/exec/ws`: run one program and stream its output (hybrid seed §10, session-access frames). */
+/** `WS /v1/exec/ws`: run one program and stream its output (docs/protocol.md#exec-socket). */
 export function execWsRoute(deps: ExecWsDeps): WsRoute<'exec'> {
   return {
     paths: ['/v1/exec/ws'],

@@ -22,7 +22,7 @@ function parseBody(text: string): LegacyExecuteRequest {
 }
 
 /**
- * The invite-architecture seed's streaming code execution. Identity is the token's
+ * Legacy streaming code execution (docs/protocol.md#legacy-endpoints). Identity is the token's
  * `sub`; a `user_id` in the body is ignored. The code runs as `<interpreter> -c <code>`.
  */
 class LegacyExecuteHandler implements EndpointHandler<'exec'> {

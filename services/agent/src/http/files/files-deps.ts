@@ -7,7 +7,10 @@ import type { TreeWatcher } from '../../domain/files/watch/tree-watcher.js';
 export interface FilesOptions {
   /** Largest upload accepted, in bytes (checked against Content-Length and while streaming). Default 1 GiB. */
   readonly maxUploadBytes?: number;
-  /** Longest lifetime a signed file URL may have, in seconds. Default 900 (hybrid seed §7: 5–15 min). */
+  /**
+   * Longest lifetime a signed file URL may have, in seconds. Default 900
+   * (docs/protocol.md#signed-file-urls: 5–15 min).
+   */
   readonly signedUrlMaxTtlSeconds?: number;
   /** Quiet time that ends a burst of file-system events before they are classified and sent. Default 50 ms. */
   readonly watchDebounceMs?: number;

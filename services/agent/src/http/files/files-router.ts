@@ -16,8 +16,8 @@ const readScope = [refuseSignedUrl, requireCapability('fs:ro')];
 const writeScope = [refuseSignedUrl, requireCapability('fs:rw')];
 
 /**
- * The files API. Seed paths (`/files/{path}`: GET, HEAD, PUT, DELETE) and the normalized
- * `/v1/files/*` routes share one implementation. Scopes are per operation: reading,
+ * The files API (docs/protocol.md#files). The `/files/{path}` routes (GET, HEAD, PUT, DELETE)
+ * and the normalized `/v1/files/*` routes share one implementation. Scopes are per operation: reading,
  * listing and stat need `fs:ro`; writing, mkdir, move and delete need `fs:rw` (which
  * implies `fs:ro`). Only download and upload also accept a signed URL instead.
  */

@@ -7,7 +7,7 @@ import type { OutputSink } from '../../domain/shells/shell-viewer.js';
 import type { EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
 import { TRY_AGAIN_LATER } from './frame-output-sink.js';
 
-/** The seed's any-room token. */
+/** The `thread_id` of a token good for any room (docs/protocol.md#legacy-endpoints). */
 const WILDCARD_ROOM = '*';
 const LEGACY_SIZE = { cols: 80, rows: 24 } as const;
 /** Input typed before the room's shell is up waits, up to this much. */
@@ -42,8 +42,9 @@ interface LegacyDeps {
 }
 
 /**
- * The seed's checks of `?room=…&elevated=…`; the room, or undefined (socket closed) when
- * refused. Capability tokens carry the thread as their room (there is no `room` claim).
+ * The legacy checks of `?room=…&elevated=…` (docs/protocol.md#legacy-endpoints); the room,
+ * or undefined (socket closed) when refused. Capability tokens carry the thread as their room
+ * (there is no `room` claim).
  */
 function admit(session: WsSession<'shell'>, logger: Logger): string | undefined {
   const claims = session.capability.claims;

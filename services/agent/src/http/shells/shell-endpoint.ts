@@ -30,7 +30,8 @@ class ShellConnection implements EndpointHandler<'shell'> {
   ) {}
 
   async onFrame(frame: EndpointFrame<'shell'>): Promise<void> {
-    // Clients pipeline `start` and their first input (hybrid seed §10); keep the order, lose nothing.
+    // Clients pipeline `start` and their first input (docs/protocol.md#shell-socket);
+    // keep the order, lose nothing.
     if (this.#starting && frame.type !== 'start') {
       this.#pending.push(frame);
       return;
@@ -151,7 +152,7 @@ class ShellConnection implements EndpointHandler<'shell'> {
   }
 }
 
-/** `WS /v1/shell/ws` and the hybrid seed's `/ws`. */
+/** `WS /v1/shell/ws` and its alias `/ws` (docs/protocol.md#shell-socket). */
 export function shellRoute(registry: ShellRegistry): WsRoute<'shell'> {
   return {
     paths: ['/v1/shell/ws', '/ws'],

@@ -8,7 +8,10 @@ import { legacyComputerRoute } from './legacy-computer-endpoint.js';
 import { shellRoute } from './shell-endpoint.js';
 
 export interface ShellOptions extends ShellLimits {
-  /** Serve the invite-architecture seed's `WS /computer?token=&room=&elevated=`; default off. */
+  /**
+   * Serve the legacy `WS /computer?token=&room=&elevated=` (docs/protocol.md#legacy-endpoints);
+   * default off.
+   */
   readonly legacyEndpoints?: boolean;
   /** The PTY implementation; node-pty unless a test or another platform swaps it. */
   readonly spawnPty?: PtySpawner;

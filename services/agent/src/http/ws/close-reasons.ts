@@ -5,7 +5,7 @@ export function closeReason(text: string): string {
   return Buffer.byteLength(text) <= 123 ? text : `${text.slice(0, 120)}...`;
 }
 
-/** The invite-architecture seed's reasons, kept verbatim for its legacy clients. */
+/** Close reasons of the legacy endpoints (docs/protocol.md#legacy-endpoints), kept verbatim. */
 export function legacyRejection(err: unknown): string {
   if (err instanceof TokenError) {
     if (err.reason === 'missing') return 'Missing token';

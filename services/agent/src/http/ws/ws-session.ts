@@ -36,14 +36,14 @@ export interface EndpointHandler<E extends WsEndpoint> {
 }
 
 export interface WsRoute<E extends WsEndpoint = WsEndpoint> {
-  /** Exact pathnames served (e.g. `/v1/shell/ws` and the seed's `/ws`). */
+  /** Exact pathnames served (e.g. `/v1/shell/ws` and its alias `/ws`). */
   readonly paths: readonly string[];
   readonly endpoint: E;
   /** A client may connect when its token grants any of these (directly or by implication). */
   readonly anyOf: readonly CapabilityScope[];
   /**
    * `first-frame` (default): the token arrives in the first message, never in the URL.
-   * `query`: the invite-architecture seed's legacy `?token=`; rejections use its reasons.
+   * `query`: the legacy `?token=` (docs/protocol.md#legacy-endpoints); rejections use the legacy reasons.
    */
   readonly auth?: 'first-frame' | 'query';
   /**

@@ -1,4 +1,4 @@
-// The per-OAuth-client policy of a caller (the seed's sandbox_client_config):
+// The per-OAuth-client policy of a caller (docs/protocol.md#callers-and-caller-scopes):
 // which credential sidecar its sandboxes get, which environment variables, and
 // the largest capability set it may be granted. A caller without a client id
 // (API keys) and a client without a row get the defaults: no sidecar, no extra

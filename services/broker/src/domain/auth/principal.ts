@@ -5,14 +5,14 @@
 //    claim) that is the acting agent, `act.sub`.
 //  - `ownerId` is whose resources the call touches: the principal itself, or
 //    for a delegated agent the delegator, the token's `sub`. A user's agent
-//    therefore creates and sees the user's sandboxes, as the seed's owner
-//    scoping ("scoped to the JWT's sub") requires.
+//    therefore creates and sees the user's sandboxes, as owner scoping
+//    (docs/protocol.md#callers-and-caller-scopes) requires.
 //  - `actingFor` (the delegator) and `actor` (the acting agent) are set only for
 //    delegated principals, so audit records name both parties explicitly.
 //
-// Scope rules: scopes are exact; none implies another. exec:sandbox does not
-// grant attach:sandbox (the seed's split), and admin:sandbox grants neither:
-// it opens /admin/* and lifts owner scoping, nothing more. A superadmin that
+// Scope rules (docs/protocol.md#callers-and-caller-scopes): scopes are exact;
+// none implies another. exec:sandbox does not grant attach:sandbox, and
+// admin:sandbox grants neither: it opens /admin/* and lifts owner scoping, nothing more. A superadmin that
 // also needs to read or attach holds those scopes as well.
 import { CallerScope, SbxError, type ErrorCode } from '@sbx/protocol';
 

@@ -8,7 +8,7 @@ import { hasCallerScope, type Principal } from '../auth/principal.js';
 
 export type ActorPolicy = Readonly<Record<ActorType, readonly CapabilityScope[]>>;
 
-/** Hybrid seed §5: the agent typically gets fs:rw + process, the human fs:rw + shell. */
+/** docs/protocol.md#default-grants: the agent typically gets fs:rw + process, the human fs:rw + shell. */
 export const DEFAULT_ACTOR_POLICY: ActorPolicy = Object.freeze({
   agent: Object.freeze(['fs:rw', 'process'] as const),
   human: Object.freeze(['fs:rw', 'shell'] as const),
@@ -17,7 +17,7 @@ export const DEFAULT_ACTOR_POLICY: ActorPolicy = Object.freeze({
 const WEAKER: Partial<Record<CapabilityScope, CapabilityScope>> = { 'fs:rw': 'fs:ro', shell: 'shell:ro' };
 
 /**
- * What the caller's scopes let it hand out (sandboxd seed): write:sandbox
+ * What the caller's scopes let it hand out (docs/protocol.md#callers-and-caller-scopes): write:sandbox
  * gives fs:rw and read:sandbox fs:ro; exec:sandbox gives process;
  * attach:sandbox gives shell. exec does not imply attach.
  */

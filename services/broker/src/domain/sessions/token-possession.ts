@@ -1,4 +1,4 @@
-// Thread refresh's proof of possession (hybrid seed §2): the client shows the
+// Thread refresh's proof of possession (docs/protocol.md#thread-routes): the client shows the
 // token it holds, which must verify with the sandbox's own key and name the
 // caller's binding. A token for another sandbox, another session or from
 // another issuer is 401. An expired token still counts for a short grace, so

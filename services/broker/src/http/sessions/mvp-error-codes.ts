@@ -1,8 +1,8 @@
 // The one place where the MVP's error names are spoken. The domain raises
-// binding errors (BINDING_NOT_FOUND, BINDING_CONFLICT); the MVP routes of the
-// session seed promised their clients SESSION_NOT_FOUND and SESSION_CONFLICT
-// for the same failures. Everything else (SESSION_EXPIRED, SANDBOX_STARTING,
-// CAPABILITY_DENIED …) reads the same on every route family, and status,
+// binding errors (BINDING_NOT_FOUND, BINDING_CONFLICT); the MVP routes
+// (docs/protocol.md#mvp-routes) promise their clients SESSION_NOT_FOUND and
+// SESSION_CONFLICT for the same failures. Everything else (SESSION_EXPIRED,
+// SANDBOX_STARTING, CAPABILITY_DENIED …) reads the same on every route family, and status,
 // message, details and Retry-After never change: only the code is renamed.
 import type { Request, RequestHandler, Response } from 'express';
 import { SbxError, type ErrorCode } from '@sbx/protocol';

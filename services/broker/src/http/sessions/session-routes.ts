@@ -1,4 +1,4 @@
-// `/v1/sandbox/sessions…` (session seed): the MVP routes and the full ones on
+// `/v1/sandbox/sessions…` (docs/protocol.md#route-families): the MVP routes and the full ones on
 // the same paths, on one service that speaks bindings (BINDING_* errors). The
 // MVP routes rename those errors to their SESSION_* codes here and only here
 // (mvp-error-codes.ts): `POST /v1/sandbox/sessions` with an MVP body

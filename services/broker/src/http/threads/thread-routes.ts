@@ -1,4 +1,4 @@
-// Thread routes of the hybrid token-exchange seed (§2, §10), on the same
+// Thread routes (docs/protocol.md#thread-routes), on the same
 // service as /v1/sandbox/sessions: the thread is the scope, the actor is the
 // caller itself, and errors leave in the domain's own BINDING_* names (only the
 // MVP routes rename them, in http/sessions/mvp-error-codes.ts).
