@@ -49,6 +49,11 @@ export interface CachedThread {
   readonly sandbox_id: string;
   readonly http_base_url: string;
   readonly ws_base_url: string;
+  /**
+   * Where the sandbox's processes see their workspace (`/workspace` under bubblewrap), from
+   * the negotiation answer. Absent in caches written before it existed: asked of the agent.
+   */
+  readonly workspace_path?: string;
   readonly bindings: Partial<Record<BindingRole, CachedBinding>>;
 }
 

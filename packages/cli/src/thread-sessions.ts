@@ -3,7 +3,9 @@ import {
   NotFoundError,
   RefreshingCredentials,
   clientError,
+  DEFAULT_WORKSPACE_PATH,
   SandboxClient,
+  workspacePathOf,
   type BrokerClient,
   type Credential,
   type NegotiateTarget,
@@ -110,6 +112,30 @@ export class ThreadSessions {
       renegotiation ??= renegotiate(staleness);
       return renegotiation;
     });
+  }
+
+  /**
+   * Where the thread's sandbox keeps its workspace for its processes, which is how the
+   * agent's answers name paths (`/workspace/a.txt`): from the cache, else (a cache written
+   * before the broker said) from the agent's `GET /v1/info`, remembered for next time.
+   * An agent without that route is an older one, which confines at `/workspace`.
+   */
+  async workspacePath(thread: string, sandbox: SandboxClient): Promise<string> {
+    const cached = this.store.readThreads()[thread];
+    if (cached?.workspace_path !== undefined) return cached.workspace_path;
+    let workspace: string;
+    try {
+      workspace = (await sandbox.info()).workspace_path;
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+      workspace = DEFAULT_WORKSPACE_PATH;
+    }
+    this.store.updateThread(thread, (entry) =>
+      entry?.sandbox_id === cached?.sandbox_id && entry !== undefined
+        ? { ...entry, workspace_path: workspace }
+        : entry,
+    );
+    return workspace;
   }
 
   /** Releases this CLI's bindings on the thread; the last binding of a sandbox destroys it. */
@@ -235,6 +261,7 @@ export class ThreadSessions {
         sandbox_id: answer.sandbox.id,
         http_base_url: answer.dataplane.http_base_url,
         ws_base_url: answer.dataplane.ws_base_url,
+        workspace_path: workspacePathOf(answer),
         bindings: {
           ...kept,
           [role]: { session_id: answer.session_id, token: answer.token, expires_at: answer.expires_at },

@@ -13,6 +13,12 @@ let real: RealBroker;
 let cli: SbxRunner;
 
 const modeOf = (file: string): number => statSync(file).mode & 0o777;
+/** Where the thread's sandbox keeps its workspace for its processes, as `sbx ensure` cached it. */
+function workspaceOf(thread: string): string {
+  const workspace = new CliStore(cli.home).readThreads()[thread]?.workspace_path;
+  if (workspace === undefined) throw new Error(`no workspace path cached for ${thread}`);
+  return workspace;
+}
 const oneLine = (text: string): boolean => text.trimEnd().split('\n').length === 1;
 
 beforeAll(async () => {
@@ -143,6 +149,11 @@ describe('sbx on a thread', () => {
       const summary = JSON.parse(ensured.stdout) as { sandbox_id: string; bindings: { role: string }[] };
       expect(summary.sandbox_id).toMatch(/^sb_/);
       expect(summary.bindings.map((b) => b.role)).toEqual(['human', 'agent']);
+      // Where the sandbox's processes see the workspace: /workspace under bubblewrap.
+      expect(summary).toHaveProperty('workspace_path', workspaceOf('thr_cli'));
+      expect(workspaceOf('thr_cli')).toMatch(
+        real.harness.provider.isolation === 'bubblewrap' ? /^\/workspace$/ : /^\/(?!workspace$)./,
+      );
       const store = new CliStore(cli.home);
       expect(modeOf(store.threadsPath)).toBe(0o600);
       expect(store.readThreads()['thr_cli']?.sandbox_id).toBe(summary.sandbox_id);
@@ -210,31 +221,108 @@ describe('sbx on a thread', () => {
       const bytes = randomBytes(3 * 1024 * 1024 + 17);
       writeFileSync(path.join(local, 'blob.bin'), bytes);
       writeFileSync(path.join(local, 'note.txt'), 'hello from the laptop\n');
-      expect((await cli.sbx(['cp', path.join(local, 'blob.bin'), 'thr_cli:/data/blob.bin'])).code).toBe(0);
-      expect((await cli.sbx(['cp', path.join(local, 'note.txt'), 'thr_cli:/data/'])).code).toBe(0);
-      expect(await cli.sbx(['cat', 'thr_cli:/data/note.txt'])).toEqual({
+      const ws = workspaceOf('thr_cli');
+      const up = await cli.sbx(['cp', path.join(local, 'blob.bin'), 'thr_cli:data/blob.bin', '--json']);
+      expect(up.code).toBe(0);
+      // Given relative, reported as the sandbox names it.
+      expect(JSON.parse(up.stdout)).toMatchObject({ to: `thr_cli:${ws}/data/blob.bin`, bytes: bytes.length });
+      expect((await cli.sbx(['cp', path.join(local, 'note.txt'), 'thr_cli:data/'])).code).toBe(0);
+      expect(await cli.sbx(['cat', 'thr_cli:data/note.txt'])).toEqual({
         code: 0,
         stdout: 'hello from the laptop\n',
         stderr: '',
       });
-      const back = await cli.sbx(['cp', 'thr_cli:/data/blob.bin', path.join(local, 'back.bin'), '--json']);
+      const back = await cli.sbx([
+        'cp',
+        `thr_cli:${ws}/data/blob.bin`,
+        path.join(local, 'back.bin'),
+        '--json',
+      ]);
       expect(JSON.parse(back.stdout)).toMatchObject({ bytes: bytes.length });
       expect(readFileSync(path.join(local, 'back.bin')).equals(bytes)).toBe(true);
       // The agent binding sees the human's files: one sandbox.
       expect((await cli.sbx(['exec', 'thr_cli', '--', 'wc', '-c', 'data/blob.bin'])).stdout).toContain(
         String(bytes.length),
       );
-      const listing = await cli.sbx(['ls', 'thr_cli:/data', '--json']);
-      const entries = (JSON.parse(listing.stdout) as { entries: { name: string; size: number }[] }).entries;
-      expect(entries.map((e) => [e.name, e.size])).toEqual([
+      const listing = await cli.sbx(['ls', 'thr_cli:data', '--json']);
+      const listed = JSON.parse(listing.stdout) as {
+        path: string;
+        entries: { name: string; size: number }[];
+      };
+      expect(listed.path).toBe(`${ws}/data`);
+      expect(listed.entries.map((e) => [e.name, e.size])).toEqual([
         ['blob.bin', bytes.length],
         ['note.txt', 22],
       ]);
-      expect((await cli.sbx(['ls', 'thr_cli:/data'])).stdout).toMatch(/NAME\n.*blob\.bin\n.*note\.txt\n$/s);
-      expect((await cli.sbx(['rm', 'thr_cli:/data/note.txt'])).code).toBe(0);
-      const gone = await cli.sbx(['cat', 'thr_cli:/data/note.txt']);
+      expect((await cli.sbx(['ls', 'thr_cli:data'])).stdout).toMatch(/NAME\n.*blob\.bin\n.*note\.txt\n$/s);
+      // `thr_cli:` and a bare `thr_cli` are the workspace itself.
+      for (const workspace of ['thr_cli:', 'thr_cli', `thr_cli:${ws}`]) {
+        const root = JSON.parse((await cli.sbx(['ls', workspace, '--json'])).stdout) as {
+          path: string;
+          entries: { name: string }[];
+        };
+        expect(root.path).toBe(ws);
+        expect(root.entries.map((e) => e.name)).toContain('data');
+      }
+      expect((await cli.sbx(['rm', 'thr_cli:data/note.txt'])).code).toBe(0);
+      const gone = await cli.sbx(['cat', 'thr_cli:data/note.txt']);
       expect(gone.code).toBe(4);
       expect(oneLine(gone.stderr)).toBe(true);
+    },
+    SLOW,
+  );
+
+  it(
+    'a file cp puts at thr:dir/x.txt is the dir/x.txt that exec sees, relative or absolute',
+    async () => {
+      const local = path.dirname(cli.home);
+      writeFileSync(path.join(local, 'x.txt'), 'one file system\n');
+      const ws = workspaceOf('thr_cli');
+      // With LOCAL_ISOLATION=none the absolute name is the workspace's host path.
+      expect(ws).toMatch(
+        real.harness.provider.isolation === 'bubblewrap' ? /^\/workspace$/ : /^\/(?!workspace$)./,
+      );
+      expect((await cli.sbx(['cp', path.join(local, 'x.txt'), 'thr_cli:dir/x.txt'])).code).toBe(0);
+      expect(await cli.sbx(['exec', 'thr_cli', '--', 'cat', 'dir/x.txt'])).toEqual({
+        code: 0,
+        stdout: 'one file system\n',
+        stderr: '',
+      });
+      expect(await cli.sbx(['exec', 'thr_cli', '--', 'cat', `${ws}/dir/x.txt`])).toEqual({
+        code: 0,
+        stdout: 'one file system\n',
+        stderr: '',
+      });
+      // --cwd is a sandbox path too; the default cwd is the workspace.
+      expect((await cli.sbx(['exec', 'thr_cli', '--cwd', 'dir', '--', 'cat', 'x.txt'])).stdout).toBe(
+        'one file system\n',
+      );
+      expect((await cli.sbx(['exec', 'thr_cli', '--', 'pwd'])).stdout).toBe(`${ws}\n`);
+      // And back: what a command writes, cat reads by either name.
+      expect(
+        (await cli.sbx(['exec', 'thr_cli', '--cwd', `${ws}/dir`, '--', 'sh', '-c', 'echo made > y.txt']))
+          .code,
+      ).toBe(0);
+      expect((await cli.sbx(['cat', 'thr_cli:dir/y.txt'])).stdout).toBe('made\n');
+      expect((await cli.sbx(['cat', `thr_cli:${ws}/dir/y.txt`])).stdout).toBe('made\n');
+      expect((await cli.sbx(['rm', '-r', 'thr_cli:dir'])).code).toBe(0);
+    },
+    SLOW,
+  );
+
+  it(
+    'a path outside the workspace is refused with a message naming the workspace',
+    async () => {
+      const ws = workspaceOf('thr_cli');
+      const refused = await cli.sbx(['cat', 'thr_cli:/etc/passwd']);
+      expect(refused.code).toBe(3);
+      expect(refused.stdout).toBe('');
+      expect(oneLine(refused.stderr)).toBe(true);
+      expect(refused.stderr).toMatch(/^sbx: .*\/etc\/passwd is outside the workspace /);
+      expect(refused.stderr).toContain(`outside the workspace ${ws}`);
+      const cwd = await cli.sbx(['exec', 'thr_cli', '--cwd', '/etc', '--', 'true']);
+      expect(cwd.code).toBe(3);
+      expect(cwd.stderr).toContain(`inside the workspace ${ws}`);
     },
     SLOW,
   );

@@ -74,12 +74,12 @@ describe('sbx cp progress bar on a terminal (tmux)', () => {
   it(
     'shows an upload rising to 100 % with the byte counts, left as one line on the screen',
     async () => {
-      const raw = await runInTmux('up', 100, ['cp', path.join(work, 'big.bin'), `${THREAD}:/big.bin`]);
+      const raw = await runInTmux('up', 100, ['cp', path.join(work, 'big.bin'), `${THREAD}:big.bin`]);
       expectBarFrames(raw);
       const bars = (await screenRows('up')).filter((row) => row.includes('%'));
       expect(bars).toHaveLength(1);
       expect(bars[0]).toMatch(/^big\.bin \[#{30}\] 100% 24\.0 MiB\/24\.0 MiB\s*$/);
-      const listed = await cli.sbx(['ls', `${THREAD}:/`, '--json']);
+      const listed = await cli.sbx(['ls', `${THREAD}:`, '--json']);
       const entries = (JSON.parse(listed.stdout) as { entries: { name: string; size: number }[] }).entries;
       expect(entries.find((e) => e.name === 'big.bin')?.size).toBe(BIG_BYTES);
     },
@@ -90,7 +90,7 @@ describe('sbx cp progress bar on a terminal (tmux)', () => {
     'shows a download the same way, and the file arrives whole',
     async () => {
       const back = path.join(work, 'back.bin');
-      const raw = await runInTmux('down', 100, ['cp', `${THREAD}:/big.bin`, back]);
+      const raw = await runInTmux('down', 100, ['cp', `${THREAD}:big.bin`, back]);
       expectBarFrames(raw);
       const bars = (await screenRows('down')).filter((row) => row.includes('%'));
       expect(bars).toEqual([expect.stringMatching(/^back\.bin \[#{30}\] 100% 24\.0 MiB\/24\.0 MiB\s*$/)]);
@@ -104,7 +104,7 @@ describe('sbx cp progress bar on a terminal (tmux)', () => {
     async () => {
       const name = 'a-rather-long-file-name-that-would-not-fit-beside-the-bar.bin';
       writeFileSync(path.join(work, name), big.subarray(0, 2 * 1024 * 1024));
-      await runInTmux('narrow', 60, ['cp', path.join(work, name), `${THREAD}:/${name}`]);
+      await runInTmux('narrow', 60, ['cp', path.join(work, name), `${THREAD}:${name}`]);
       const rows = await screenRows('narrow');
       const bar = rows.findIndex((row) => row.includes('100%'));
       expect(rows[bar]).toMatch(/^a-r[^ ]*… \[#{30}\] 100% 2\.0 MiB\/2\.0 MiB$/);
@@ -121,9 +121,9 @@ describe('sbx cp without a terminal', () => {
   it(
     'writes no bar, carriage return or escape to a piped stderr, either way',
     async () => {
-      const up = await cli.sbx(['cp', path.join(work, 'big.bin'), `${THREAD}:/piped.bin`]);
+      const up = await cli.sbx(['cp', path.join(work, 'big.bin'), `${THREAD}:piped.bin`]);
       expect(up).toEqual({ code: 0, stdout: '', stderr: '' });
-      const down = await cli.sbx(['cp', `${THREAD}:/piped.bin`, path.join(work, 'piped.bin')]);
+      const down = await cli.sbx(['cp', `${THREAD}:piped.bin`, path.join(work, 'piped.bin')]);
       expect(down).toEqual({ code: 0, stdout: '', stderr: '' });
       expect(readFileSync(path.join(work, 'piped.bin')).equals(big)).toBe(true);
     },

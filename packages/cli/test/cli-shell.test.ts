@@ -236,7 +236,7 @@ describe('sbx shell in a terminal (tmux)', () => {
       // The loop goes on while the pane is cut off; read its progress over HTTP, not the relay.
       const frozen = Math.max(...numberedLines(await tmux.capture('drop')));
       await until(async () => {
-        const progress = await cli.sbx(['cat', 'thr_drop:/deep/er/progress']);
+        const progress = await cli.sbx(['cat', 'thr_drop:deep/er/progress']);
         return Number(progress.stdout.trim()) >= Math.min(100, frozen + 20);
       }, 'output printed while disconnected');
       expect(Math.max(...numberedLines(await tmux.capture('drop')))).toBe(frozen);

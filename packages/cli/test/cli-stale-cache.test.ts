@@ -172,7 +172,7 @@ describe('a stale thread cache is renegotiated once, never by creating a sandbox
       const forged = `${header}.${payload}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`;
       cacheBinding('thr_tampered', 'human', { token: forged });
 
-      expect(await cli.sbx(['cat', 'thr_tampered:/greeting.txt'])).toEqual({
+      expect(await cli.sbx(['cat', 'thr_tampered:greeting.txt'])).toEqual({
         code: 0,
         stdout: 'hello\n',
         stderr: '',

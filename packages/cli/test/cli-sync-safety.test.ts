@@ -60,7 +60,7 @@ describe('sbx sync: the local side', () => {
       mkdirSync(local('elsewhere'));
       symlinkSync(local('elsewhere'), local('pulled', 'data'));
 
-      const result = await cli.sbx(['sync', `${THREAD}:/proj`, local('pulled'), '--json']);
+      const result = await cli.sbx(['sync', `${THREAD}:proj`, local('pulled'), '--json']);
       expect(result.code).toBe(0);
       const changes = (JSON.parse(result.stdout) as { changes: Change[] }).changes;
       expect(changes).toContainEqual(expect.objectContaining({ action: 'ignore', path: 'data/' }));
@@ -79,7 +79,7 @@ describe('sbx sync: the local side', () => {
       writeFileSync(local('names', 'tab\there.txt'), 'refused\n');
       await sandboxSh(cli, THREAD, 'mkdir -p names && echo old > names/extra.txt');
 
-      const result = await cli.sbx(['sync', local('names'), `${THREAD}:/names`, '--delete']);
+      const result = await cli.sbx(['sync', local('names'), `${THREAD}:names`, '--delete']);
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(
         /^ignored +back\\slash\.txt: the sandbox does not accept this name: .*backslash$/m,
@@ -123,11 +123,14 @@ describe('sbx sync --watch through an outage', () => {
       mkdirSync(dir);
       writeFileSync(path.join(dir, 'first.txt'), 'first\n');
 
-      const watch = startWatch(viaRelays.home, [dir, 'thr_outage:/w']);
+      const watch = startWatch(viaRelays.home, [dir, 'thr_outage:w']);
       try {
         await watch.waitFor('stdout', /^uploaded +first\.txt/m);
         // The watch has begun (a change before that is sync-watch-start.test.ts's case).
-        await watch.waitFor('stderr', /^watching .*watched → thr_outage:\/w/m);
+        await watch.waitFor(
+          'stderr',
+          new RegExp(`^watching .*watched → thr_outage:${cached.workspace_path ?? '?'}/w`, 'm'),
+        );
         await agent.down();
         await broker.down();
         writeFileSync(path.join(dir, 'later.txt'), 'during the outage\n');

@@ -53,7 +53,7 @@ it('skips every listed name that is not one plain path segment, writes nothing o
   dirs.push(base);
   const root = path.join(base, 'dest');
   const files = hostileFiles({
-    '/': [
+    '/workspace': [
       { name: '../outside.txt', type: 'file' },
       { name: '..', type: 'dir' },
       { name: '.', type: 'dir' },
@@ -63,21 +63,21 @@ it('skips every listed name that is not one plain path segment, writes nothing o
       { name: 'bell\u0007\u001b]0;owned\u0007.txt', type: 'file' },
       { name: 'ok.txt', type: 'file' },
     ],
-    '/..': [{ name: 'climbed.txt', type: 'file' }],
+    '/workspace/..': [{ name: 'climbed.txt', type: 'file' }],
   });
   const lines: string[] = [];
-  const report = new SyncReport({ direction: 'pull', local: root, remote: 't:/' }, (change) =>
+  const report = new SyncReport({ direction: 'pull', local: root, remote: 't:/workspace' }, (change) =>
     lines.push(changeLine(change)),
   );
   await pull({
     files,
     thread: 't',
     localRoot: root,
-    remoteRoot: '/',
+    remoteRoot: '/workspace',
     deleteExtra: true,
     manifest: SyncManifest.load(path.join(base, 'home'), {
       sandboxId: 'sb_x',
-      remoteRoot: '/',
+      remoteRoot: '/workspace',
       localRoot: root,
     }),
     report,

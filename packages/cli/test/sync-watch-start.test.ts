@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { BrokerClient } from '@sbx/client';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { CLI_RETRY } from '../src/context.js';
+import { absoluteRemote } from '../src/remote-path.js';
 import { CliStore } from '../src/store.js';
 import { SyncManifest } from '../src/sync/manifest.js';
 import { push } from '../src/sync/push.js';
@@ -34,15 +35,17 @@ afterAll(async () => {
   cli.close();
 }, SLOW);
 
-/** The push target `sbx sync <dir> <thread>:/start` opens, reporting each change to `onChange`. */
+/** The push target `sbx sync <dir> <thread>:start` opens, reporting each change to `onChange`. */
 async function openTarget(localRoot: string, onChange: (change: Change) => void): Promise<SyncTarget> {
   const store = new CliStore(cli.home);
   const config = store.readConfig();
   if (config === undefined) throw new Error('not logged in');
   const broker = new BrokerClient({ baseUrl: real.harness.url, apiKey: real.apiKey, retry: CLI_RETRY });
-  const sandbox = await new ThreadSessions(broker, store, config.actor_id).sandbox(THREAD, 'human');
+  const sessions = new ThreadSessions(broker, store, config.actor_id);
+  const sandbox = await sessions.sandbox(THREAD, 'human');
   const sandboxId = store.readThreads()[THREAD]?.sandbox_id;
-  const remoteRoot = '/start';
+  // As `sbx sync` does: the root absolute, as the agent names paths (`/workspace/start`).
+  const remoteRoot = absoluteRemote(await sessions.workspacePath(THREAD, sandbox), 'start');
   const pair = { sandboxId: sandboxId ?? THREAD, remoteRoot, localRoot };
   const base = { direction: 'push', local: localRoot, remote: `${THREAD}:${remoteRoot}` } as const;
   return {
@@ -87,7 +90,8 @@ it(
       stop.abort();
       await watching;
     }
-    expect(await target.files.readText('/start/later.txt')).toBe('between push and watch\n');
+    expect(await target.files.readText('start/later.txt')).toBe('between push and watch\n');
+    expect(await target.files.readText(`${target.remoteRoot}/later.txt`)).toBe('between push and watch\n');
   },
   SLOW,
 );

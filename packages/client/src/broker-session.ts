@@ -2,6 +2,7 @@ import type { HeartbeatResponse, SessionResponse } from '@sbx/protocol';
 import type { BrokerClient, NegotiateOptions, NegotiateTarget } from './broker-client.js';
 import { RefreshingCredentials, type Credential } from './credentials.js';
 import { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
+import { workspacePathOf } from './workspace.js';
 
 export interface SessionOptions extends NegotiateOptions {
   /** Extend the lease every this many ms while the session is open (off when absent). */
@@ -26,6 +27,7 @@ export class BrokerSession implements AsyncDisposable {
   #heartbeat: NodeJS.Timeout | undefined;
   #released = false;
   #endpoints: SandboxEndpoints;
+  #workspacePath: string;
 
   private constructor(
     readonly broker: BrokerClient,
@@ -36,6 +38,7 @@ export class BrokerSession implements AsyncDisposable {
       httpBaseUrl: response.dataplane.http_base_url,
       wsBaseUrl: response.dataplane.ws_base_url,
     };
+    this.#workspacePath = workspacePathOf(response);
     this.credentials = new RefreshingCredentials({
       initial: credentialOf(response),
       refresh: async () => credentialOf(await broker.refresh(response.session_id)),
@@ -70,6 +73,17 @@ export class BrokerSession implements AsyncDisposable {
   }
 
   /**
+   * Where the sandbox's processes see their workspace (also their HOME and default cwd):
+   * `/workspace` under bubblewrap, the host path with `LOCAL_ISOLATION=none`; `/workspace`
+   * when the broker's answer leaves it out (an older server). File paths are sandbox paths:
+   * relative ones (`src/main.py`) are relative to it, absolute ones must lie in it, and
+   * answers give the absolute form (`${workspacePath}/src/main.py`).
+   */
+  get workspacePath(): string {
+    return this.#workspacePath;
+  }
+
+  /**
    * The dataplane client of this session's sandbox, authenticated by this session's token.
    * It follows the session's endpoints, so it keeps working after a heartbeat resumed the sandbox.
    */
@@ -89,6 +103,7 @@ export class BrokerSession implements AsyncDisposable {
     const beat = await this.broker.heartbeat(this.sessionId);
     if (beat.dataplane !== undefined) {
       this.#endpoints = { httpBaseUrl: beat.dataplane.http_base_url, wsBaseUrl: beat.dataplane.ws_base_url };
+      if (beat.dataplane.workspace_path !== undefined) this.#workspacePath = beat.dataplane.workspace_path;
     }
     return beat;
   }

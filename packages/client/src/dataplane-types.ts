@@ -12,5 +12,6 @@ export type {
   PathInfo,
   ProcessInfo,
   ProcessOutputResponse as ProcessOutput,
+  SandboxInfo,
   StreamOutput,
 } from '@sbx/protocol';

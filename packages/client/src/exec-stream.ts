@@ -11,6 +11,10 @@ export type Command =
   | { readonly cmd: string; readonly argv?: never };
 
 export interface CommandOptions {
+  /**
+   * Working directory, a sandbox path: relative to the workspace (`src`) or absolute in it
+   * (`/workspace/src`). Default: the workspace, which is also HOME.
+   */
   readonly cwd?: string;
   readonly env?: Record<string, string>;
 }

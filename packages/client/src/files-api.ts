@@ -8,7 +8,17 @@ export interface WriteOptions extends CallOptions {
   readonly ifMatch?: string;
 }
 
-/** The sandbox's files: workspace paths, `/` is the workspace root. */
+/**
+ * The sandbox's files, by sandbox path: the same path means the same file to the files
+ * API, exec and shells. A relative path (`a/b.txt`, `.` for the workspace itself) is
+ * relative to the workspace; an absolute one is what the sandbox's processes see and must
+ * lie in the workspace (`/workspace/a/b.txt` under bubblewrap; the host path with
+ * `LOCAL_ISOLATION=none`); anything else is refused with a `ForbiddenError` naming the
+ * workspace. Answers (`PathInfo.path`, `DirectoryListing.path`, watch events' `path` and
+ * `old_path`) always give the absolute form, e.g. `/workspace/a/b.txt`; the workspace
+ * itself is `/workspace`. `SandboxClient.info()` and `BrokerSession.workspacePath` say
+ * where the workspace is.
+ */
 export class FilesApi {
   constructor(
     private readonly endpoint: HttpEndpoint,
@@ -17,7 +27,8 @@ export class FilesApi {
 
   /**
    * Watches a file or directory (`recursive`: its whole tree) over a WebSocket that is
-   * reopened when it drops. Resolves once watching; iterate it, or pass `onEvent`.
+   * reopened when it drops. Resolves once watching; iterate it, or pass `onEvent`. Events
+   * name absolute sandbox paths whatever form `path` was given in.
    */
   watch(path: string, options: WatchOptions = {}): Promise<FileWatch> {
     return FileWatch.open(this.sockets, path, options);

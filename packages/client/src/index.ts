@@ -12,6 +12,7 @@ export {
   type NegotiateTarget,
 } from './broker-client.js';
 export { BrokerSession, type SessionOptions } from './broker-session.js';
+export { DEFAULT_WORKSPACE_PATH, workspacePathOf } from './workspace.js';
 export { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 export { FilesApi, type WriteOptions } from './files-api.js';
 export { FileWatch, type WatchEvent, type WatchOptions } from './file-watch.js';

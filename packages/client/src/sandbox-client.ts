@@ -1,7 +1,8 @@
+import { SandboxInfo } from '@sbx/protocol';
 import type { TokenSource } from './credentials.js';
 import { ExecApi } from './exec-api.js';
 import { FilesApi } from './files-api.js';
-import type { HttpEndpoint } from './http-client.js';
+import { httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 import { Shell, type ShellOptions } from './shell.js';
 import type { SocketContext } from './ws-channel.js';
@@ -23,11 +24,17 @@ export interface SandboxClientOptions extends SandboxEndpoints {
   readonly retry?: RetryPolicy;
 }
 
-/** One sandbox's dataplane: files (and watches), exec (run, streamed, background processes), shells. */
+/**
+ * One sandbox's dataplane: files (and watches), exec (run, streamed, background processes),
+ * shells. Every path is a sandbox path, the same for all three: relative to the workspace
+ * (`src/main.py`) or absolute as the sandbox's processes see it (`/workspace/src/main.py`;
+ * `info()` says where the workspace is).
+ */
 export class SandboxClient {
   readonly files: FilesApi;
   readonly exec: ExecApi;
   readonly #options: SandboxClientOptions;
+  readonly #endpoint: HttpEndpoint;
 
   constructor(options: SandboxClientOptions) {
     this.#options = options;
@@ -40,8 +47,18 @@ export class SandboxClient {
       retry: options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: options.timeoutMs ?? 30_000,
     };
+    this.#endpoint = endpoint;
     this.files = new FilesApi(endpoint, this.#socketContext());
     this.exec = new ExecApi(endpoint, this.#socketContext());
+  }
+
+  /**
+   * `GET /v1/info` (any token of the sandbox): its id, where its processes see the
+   * workspace (`workspace_path`, also their HOME and default cwd), and the agent's version.
+   */
+  info(options: CallOptions = {}): Promise<SandboxInfo> {
+    const request = { method: 'GET', path: 'v1/info', idempotent: true, what: 'sandbox info' } as const;
+    return httpJson(this.#endpoint, request, (v) => SandboxInfo.parse(v), options);
   }
 
   /** Opens a new PTY shell. */

@@ -61,10 +61,10 @@ describe('malformed HTTP answers', () => {
       retry: RETRY,
       timeoutMs: 5_000,
     });
-    const error = await failureOf(sandbox.files.stat('/a.txt'));
+    const error = await failureOf(sandbox.files.stat('a.txt'));
     expect(error.route).toBe('GET /agent/v1/files/stat');
     expect(error.message).toMatch(
-      /^stat \/a\.txt: GET \/agent\/v1\/files\/stat answered HTTP 200 with a body that does not match its schema \(.*size: /,
+      /^stat a\.txt: GET \/agent\/v1\/files\/stat answered HTTP 200 with a body that does not match its schema \(.*size: /,
     );
     expect(error.cause).toHaveProperty('issues');
   });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   BrokerClient,
   BrokerSession,
+  ForbiddenError,
   NotFoundError,
   RefreshingCredentials,
   SandboxClient,
@@ -143,14 +144,39 @@ describe('BrokerClient against a real broker', () => {
 });
 
 describe('SandboxClient files and exec', () => {
-  it('writes, reads, lists, stats, moves and removes files', async () => {
-    await sandbox.files.mkdir('/work/sub', { parents: true });
-    const written = await sandbox.files.write('/work/a.txt', 'hello');
-    expect(written.size).toBe(5);
-    expect(await sandbox.files.readText('/work/a.txt')).toBe('hello');
+  it('says where the workspace is: info() agrees with the session answer', async () => {
+    const workspace = agentSession.workspacePath;
+    expect(workspace).toBe(agentSession.response.dataplane.workspace_path);
+    expect(workspace).toBe(agentSession.response.sandbox.workspace_path);
+    expect(session.workspacePath).toBe(workspace);
+    // Under bubblewrap processes see the workspace at /workspace; unconfined, at its host path.
+    expect(workspace).toMatch(
+      real.harness.provider.isolation === 'bubblewrap' ? /^\/workspace$/ : /^\/(?!workspace$)./,
+    );
+    const info = await sandbox.info();
+    expect(info).toEqual({
+      sandbox_id: agentSession.response.sandbox.id,
+      workspace_path: workspace,
+      home: workspace,
+      version: expect.any(String),
+    });
+    // Any token of the sandbox may ask, a human's too.
+    expect((await human.info()).workspace_path).toBe(workspace);
+  });
+
+  it('writes, reads, lists, stats, moves and removes files; answers name absolute sandbox paths', async () => {
+    const ws = agentSession.workspacePath;
+    expect(await sandbox.files.mkdir('work/sub', { parents: true })).toMatchObject({
+      path: `${ws}/work/sub`,
+    });
+    const written = await sandbox.files.write('work/a.txt', 'hello');
+    expect(written).toMatchObject({ size: 5, path: `${ws}/work/a.txt` });
+    expect(await sandbox.files.readText('work/a.txt')).toBe('hello');
+    // The absolute form names the same file.
+    expect(await sandbox.files.readText(`${ws}/work/a.txt`)).toBe('hello');
     const bytes = new Uint8Array([0, 255, 1, 254]);
-    await sandbox.files.write('/work/b.bin', bytes);
-    expect(Array.from(await sandbox.files.read('/work/b.bin'))).toEqual([0, 255, 1, 254]);
+    await sandbox.files.write(`${ws}/work/b.bin`, bytes);
+    expect(Array.from(await sandbox.files.read('work/b.bin'))).toEqual([0, 255, 1, 254]);
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         controller.enqueue(new TextEncoder().encode('part1-'));
@@ -158,19 +184,55 @@ describe('SandboxClient files and exec', () => {
         controller.close();
       },
     });
-    await sandbox.files.write('/work/c.txt', stream);
-    const reader = (await sandbox.files.readStream('/work/c.txt')).getReader();
+    await sandbox.files.write('work/c.txt', stream);
+    const reader = (await sandbox.files.readStream('work/c.txt')).getReader();
     let streamed = '';
     for (let r = await reader.read(); !r.done; r = await reader.read())
       streamed += new TextDecoder().decode(r.value);
     expect(streamed).toBe('part1-part2');
-    const listing = await sandbox.files.list('/work');
+    const listing = await sandbox.files.list('work');
+    expect(listing.path).toBe(`${ws}/work`);
     expect(listing.entries.map((e) => e.name)).toEqual(['a.txt', 'b.bin', 'c.txt', 'sub']);
-    expect((await sandbox.files.stat('/work/sub')).type).toBe('dir');
-    await sandbox.files.move('/work/a.txt', '/work/sub/a.txt');
-    expect(await sandbox.files.readText('/work/sub/a.txt')).toBe('hello');
-    await sandbox.files.remove('/work', { recursive: true });
-    await expect(sandbox.files.stat('/work')).rejects.toBeInstanceOf(NotFoundError);
+    expect(await sandbox.files.stat('work/sub')).toMatchObject({ type: 'dir', path: `${ws}/work/sub` });
+    expect(await sandbox.files.stat('.')).toMatchObject({ type: 'dir', path: ws });
+    expect(await sandbox.files.move('work/a.txt', `${ws}/work/sub/a.txt`)).toMatchObject({
+      path: `${ws}/work/sub/a.txt`,
+    });
+    expect(await sandbox.files.readText('work/sub/a.txt')).toBe('hello');
+    await sandbox.files.remove('work', { recursive: true });
+    await expect(sandbox.files.stat('work')).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('one file system: a file written by the files API is what exec reads, by either path', async () => {
+    const ws = agentSession.workspacePath;
+    await sandbox.files.write('a.txt', 'written through the files API\n');
+    expect(await sandbox.exec.run({ cmd: 'cat a.txt' })).toMatchObject({
+      exit_code: 0,
+      stdout: 'written through the files API\n',
+    });
+    expect(await sandbox.exec.run({ argv: ['cat', `${ws}/a.txt`] })).toMatchObject({
+      exit_code: 0,
+      stdout: 'written through the files API\n',
+    });
+    // The default cwd and HOME are the workspace; a relative cwd is relative to it.
+    await sandbox.files.mkdir('dir', { parents: true });
+    const where = await sandbox.exec.run({ cmd: 'pwd; echo "$HOME"; echo made > made.txt' }, { cwd: 'dir' });
+    expect(where).toMatchObject({ exit_code: 0, stdout: `${ws}/dir\n${ws}\n` });
+    expect(await sandbox.files.readText('dir/made.txt')).toBe('made\n');
+    await sandbox.files.remove('dir', { recursive: true });
+    await sandbox.files.remove('a.txt');
+  });
+
+  it('refuses an absolute path outside the workspace with a ForbiddenError naming it', async () => {
+    const ws = agentSession.workspacePath;
+    const refused = await sandbox.files.stat('/etc/passwd').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(ForbiddenError);
+    expect((refused as ForbiddenError).message).toContain(`outside the workspace ${ws}`);
+    // `/` is the sandbox's root, no longer the workspace's.
+    await expect(sandbox.files.list('/')).rejects.toBeInstanceOf(ForbiddenError);
   });
 
   it('runs a command to completion', async () => {
@@ -252,7 +314,7 @@ describe('shells', () => {
     expect(Date.now()).toBeGreaterThan(short.expiresAt.getTime());
     expect(credentials.current().token).not.toBe(short.token);
     expect(numberedLines(log.text(), 'T')).toEqual(oneToN(50));
-    expect(await client.files.stat('/')).toMatchObject({ type: 'dir' });
+    expect(await client.files.stat('.')).toMatchObject({ type: 'dir', path: session.workspacePath });
     shell.close();
     await shell.exited;
     credentials.close();

@@ -4,6 +4,7 @@ import {
   BadRequestError,
   BrokerClient,
   BrokerSession,
+  ForbiddenError,
   NotFoundError,
   RateLimitedError,
   SandboxClient,
@@ -83,11 +84,11 @@ describe('reconnect limits (fake agent that accepts, answers ready, then drops)'
 
   it('a watch whose agent drops every socket gives up after maxAttempts, and iteration throws', async () => {
     const fake = await flappingAgent(1011);
-    const watch = await fakeAgentClient(fake, RETRY).files.watch('/w');
+    const watch = await fakeAgentClient(fake, RETRY).files.watch('w');
     const iterated = iterationError(watch);
     const failure = await rejectionOf(watch.ended, 'watch.ended');
     expect(failure).toBeInstanceOf(BackendUnavailableError);
-    expect(failure.message).toMatch(/watch \/w: gave up after 5 reconnect attempts/);
+    expect(failure.message).toMatch(/watch w: gave up after 5 reconnect attempts/);
     expect(await iterated).toBe(failure);
     expect(fake.connections).toHaveLength(1 + RETRY.maxAttempts);
     expectBackoffBetween(fake);
@@ -149,8 +150,8 @@ describe('against a real agent', () => {
   }, 60_000);
 
   it('a watch that fails on the agent (too many directories) ends with its error, not normally', async () => {
-    await agent.files.mkdir('/many', { parents: true });
-    const watch = await human.files.watch('/many', { recursive: true });
+    await agent.files.mkdir('many', { parents: true });
+    const watch = await human.files.watch('many', { recursive: true });
     const iterated = iterationError(watch);
     // More directories than the agent watches under one path (4096): it sends an error, then closes 1000.
     await agent.exec.run({ cmd: 'cd many && seq 1 4200 | xargs mkdir' }, { timeoutMs: 60_000 });
@@ -161,10 +162,12 @@ describe('against a real agent', () => {
   }, 90_000);
 
   it('a refused shell start rejects open with the agent’s reason', async () => {
-    // A shell's cwd is relative to the workspace.
+    // A shell's cwd is a sandbox path, relative to the workspace, as the files API's paths.
     await expect(human.openShell({ cwd: 'no/such/dir' })).rejects.toBeInstanceOf(NotFoundError);
-    await agent.files.write('/plain.txt', 'not a directory');
+    await agent.files.write('plain.txt', 'not a directory');
     await expect(human.openShell({ cwd: 'plain.txt' })).rejects.toBeInstanceOf(BadRequestError);
+    // Absolute, it must lie in the workspace.
+    await expect(human.openShell({ cwd: '/etc' })).rejects.toBeInstanceOf(ForbiddenError);
   }, 30_000);
 
   it('the replay right behind `ready` reaches a listener added as soon as attach resolves', async () => {

@@ -76,24 +76,32 @@ function cutSocket(socket: unknown): void {
   if (tcp instanceof Socket) tcp.destroy();
 }
 
+/** The absolute sandbox path of `rel`, as answers and watch events name it (`/workspace/rel`). */
+const inWorkspace = (rel: string): string => `${agentSession.workspacePath}/${rel}`;
+
 describe('files.watch', () => {
   it('sees create, write, rename and remove by another client, and survives a killed socket', async () => {
-    await agent.files.mkdir('/watched/sub', { parents: true });
-    const watch = await human.files.watch('/watched', { recursive: true });
+    await agent.files.mkdir('watched/sub', { parents: true });
+    // Asked for relatively, reported absolutely: events name sandbox paths.
+    const watch = await human.files.watch('watched', { recursive: true });
     const events = collect(watch);
-    await agent.files.write('/watched/sub/a.txt', 'one');
-    await events.until({ event: 'create', path: '/watched/sub/a.txt', kind: 'file' });
-    await agent.files.write('/watched/sub/a.txt', 'two');
-    await events.until({ event: 'write', path: '/watched/sub/a.txt' });
-    await agent.files.move('/watched/sub/a.txt', '/watched/b.txt');
-    await events.until({ event: 'rename', path: '/watched/b.txt', old_path: '/watched/sub/a.txt' });
-    await agent.files.remove('/watched/b.txt');
-    await events.until({ event: 'remove', path: '/watched/b.txt', kind: 'file' });
+    await agent.files.write('watched/sub/a.txt', 'one');
+    await events.until({ event: 'create', path: inWorkspace('watched/sub/a.txt'), kind: 'file' });
+    await agent.files.write(inWorkspace('watched/sub/a.txt'), 'two');
+    await events.until({ event: 'write', path: inWorkspace('watched/sub/a.txt') });
+    await agent.files.move('watched/sub/a.txt', 'watched/b.txt');
+    await events.until({
+      event: 'rename',
+      path: inWorkspace('watched/b.txt'),
+      old_path: inWorkspace('watched/sub/a.txt'),
+    });
+    await agent.files.remove('watched/b.txt');
+    await events.until({ event: 'remove', path: inWorkspace('watched/b.txt'), kind: 'file' });
 
     cutSocket(watch.socket);
     await eventually(() => watch.reconnects >= 1, 'the watch to reconnect');
-    await agent.files.write('/watched/sub/after.txt', 'still watching');
-    await events.until({ event: 'create', path: '/watched/sub/after.txt' });
+    await agent.files.write('watched/sub/after.txt', 'still watching');
+    await events.until({ event: 'create', path: inWorkspace('watched/sub/after.txt') });
 
     expect(watch.reconnects).toBeGreaterThanOrEqual(1);
     watch.close();
@@ -102,10 +110,11 @@ describe('files.watch', () => {
     expect(new Set(events.seen.map((e) => e.event))).toEqual(
       new Set(['create', 'write', 'rename', 'remove']),
     );
+    expect(events.seen.every((e) => e.path.startsWith(inWorkspace('watched/')))).toBe(true);
   }, 90_000);
 
   it('delivers to a callback, outlives its token, and ends with the abort reason', async () => {
-    await agent.files.mkdir('/short', { parents: true });
+    await agent.files.mkdir('short', { parents: true });
     const short = real.mintShortToken(
       agentSession.response.sandbox.id,
       agentSession.sessionId,
@@ -126,11 +135,17 @@ describe('files.watch', () => {
     });
     const seen: WatchEvent[] = [];
     const abort = new AbortController();
-    const watch = await client.files.watch('/short', { signal: abort.signal, onEvent: (e) => seen.push(e) });
+    const watch = await client.files.watch(inWorkspace('short'), {
+      signal: abort.signal,
+      onEvent: (e) => seen.push(e),
+    });
     expect(() => watch[Symbol.asyncIterator]()).toThrow(TypeError);
     await eventually(() => Date.now() > short.expiresAt.getTime() + 500, 'the first token to expire', 10_000);
-    await agent.files.write('/short/late.txt', 'after expiry');
-    await eventually(() => seen.some((e) => e.path === '/short/late.txt'), 'the event after expiry');
+    await agent.files.write('short/late.txt', 'after expiry');
+    await eventually(
+      () => seen.some((e) => e.path === inWorkspace('short/late.txt')),
+      'the event after expiry',
+    );
     expect(credentials.current().token).not.toBe(short.token);
     abort.abort();
     await expect(watch.ended).rejects.toMatchObject({ name: 'AbortError' });
@@ -138,7 +153,7 @@ describe('files.watch', () => {
   }, 60_000);
 
   it('a missing path is a NotFoundError', async () => {
-    await expect(human.files.watch('/no/such/dir')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(human.files.watch('no/such/dir')).rejects.toBeInstanceOf(NotFoundError);
   });
 });
 
@@ -189,9 +204,10 @@ describe('exec.stream', () => {
     abort.abort();
     await expect(aborted.wait()).rejects.toMatchObject({ name: 'AbortError' });
     expect((await control.wait()).code).toBe(0);
-    expect(await agent.files.readText('/control.txt')).toBe('alive\n');
+    // The programs ran in the workspace (their default cwd): their files are the files API's.
+    expect(await agent.files.readText('control.txt')).toBe('alive\n');
     // Had the aborted program lived on, its marker would be there 2 s before the control's.
-    await expect(agent.files.stat('/aborted.txt')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(agent.files.stat('aborted.txt')).rejects.toBeInstanceOf(NotFoundError);
   }, 60_000);
 
   it('a token without `process` is a SecurityError at once, never retried', async () => {

@@ -20,8 +20,8 @@ export const WorkspacePathText = z
 export const SandboxInfo = z.object({
   sandbox_id: z.string(),
   /** The workspace as every process of the sandbox sees it; also their HOME and default cwd. */
-  workspace_path: z.string(),
-  home: z.string(),
+  workspace_path: z.string().regex(/^\//, 'must be an absolute path'),
+  home: z.string().regex(/^\//, 'must be an absolute path'),
   version: z.string(),
 });
 export type SandboxInfo = z.infer<typeof SandboxInfo>;

@@ -121,6 +121,12 @@ function mirrorIssues(v: {
     'dataplane.http_base_url',
   );
   same(['sandbox', 'ws_base_url'], v.sandbox.ws_base_url, v.dataplane.ws_base_url, 'dataplane.ws_base_url');
+  same(
+    ['sandbox', 'workspace_path'],
+    v.sandbox.workspace_path,
+    v.dataplane.workspace_path,
+    'dataplane.workspace_path',
+  );
   if (v.binding.scope.type === 'thread') {
     same(['thread_id'], v.thread_id, v.binding.scope.id, 'binding.scope.id for a thread scope');
   } else if (v.thread_id !== undefined) {

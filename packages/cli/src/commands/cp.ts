@@ -6,12 +6,17 @@ import { NotFoundError, type SandboxClient } from '@sbx/client';
 import { loggedIn, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { progressStream } from '../progress-bar.js';
-import { parseRemotePath, type RemotePath } from '../remote-path.js';
+import { absoluteRemote, joinRemote, parseRemotePath, type RemotePath } from '../remote-path.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-const USAGE = 'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local>';
+const USAGE =
+  'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local> (<path> relative to the workspace, or absolute in it)';
 
-/** Copies one file between this machine and a sandbox, streaming (never whole in memory). */
+/**
+ * Copies one file between this machine and a sandbox, streaming (never whole in memory).
+ * The remote side is a sandbox path (remote-path.ts); what is reported is the agent's
+ * absolute name of it (`t1:/workspace/dir/x.txt`).
+ */
 export async function cp(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('cp', args, { json: { type: 'boolean' } });
   const [src, dst] = positionals;
@@ -63,14 +68,16 @@ async function download(
   const info = await sandbox.files.stat(remote.path);
   if (info.type === 'dir')
     throw new UsageError(`cp: ${remote.thread}:${remote.path} is a directory (one file at a time)`);
-  const target = isLocalDirectory(local) ? path.join(local, path.posix.basename(remote.path)) : local;
+  // The name as the user wrote it (`d/x.txt/` and `d/x.txt/.` too), not as the sandbox answers it.
+  const name = path.posix.basename(absoluteRemote('/', remote.path));
+  const target = isLocalDirectory(local) && name !== '' ? path.join(local, name) : local;
   const stream = await sandbox.files.readStream(remote.path);
   await pipeline(
     Readable.fromWeb(stream),
     progressStream(ctx.stderr, path.basename(target), info.size),
     createWriteStream(target),
   );
-  return { from: `${remote.thread}:${remote.path}`, to: target, bytes: statSync(target).size };
+  return { from: `${remote.thread}:${info.path}`, to: target, bytes: statSync(target).size };
 }
 
 function localFileSize(local: string): number {
@@ -100,8 +107,4 @@ async function isRemoteDirectory(sandbox: SandboxClient, remotePath: string): Pr
     if (err instanceof NotFoundError) return false;
     throw err;
   }
-}
-
-function joinRemote(dir: string, name: string): string {
-  return `${dir.replace(/\/+$/, '')}/${name}`;
 }

@@ -11,6 +11,9 @@ export async function ensure(ctx: CliContext, args: readonly string[]): Promise<
   const entry = await new ThreadSessions(broker, ctx.store, config.actor_id).ensure(thread);
   const summary = threadSummary(thread, entry);
   if (values.json === true) printJson(ctx, summary);
-  else ctx.stdout.write(`thread ${thread}: sandbox ${entry.sandbox_id} at ${entry.http_base_url}\n`);
+  else {
+    const workspace = entry.workspace_path === undefined ? '' : `, workspace ${entry.workspace_path}`;
+    ctx.stdout.write(`thread ${thread}: sandbox ${entry.sandbox_id} at ${entry.http_base_url}${workspace}\n`);
+  }
   return EXIT.ok;
 }

@@ -19,6 +19,10 @@ export const HELP = `sbx: shared sandboxes from the terminal
   sbx shell <thread> [--id <shell id>] [--observe]   Ctrl-] detaches, leaving the shell running
   sbx doctor [--thread <t>]      check a deployment end to end (broker, key, files, exec, shell)
 
+  <thread>:<path> is a path in the sandbox, as its commands see it: relative to the workspace
+  (thr_1:src/main.py; thr_1: is the workspace itself) or absolute inside it
+  (thr_1:/workspace/src/main.py); exec --cwd takes the same paths. sbx ensure shows the workspace.
+
   --json on any command prints JSON. Exit codes: 0 ok, 1 failed (exec: the command's own code),
   2 usage, 3 not logged in or key rejected, 4 not found, 5 broker or sandbox unreachable.
   doctor exits with the code of its first failed step.

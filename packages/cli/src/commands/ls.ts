@@ -1,18 +1,18 @@
 import { loggedIn, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT } from '../exit-codes.js';
 import { printable } from '../printable.js';
-import { parseRemotePath, requireRemotePath } from '../remote-path.js';
+import { parseRemotePath, requireRemotePath, WORKSPACE } from '../remote-path.js';
 import { formatTable } from '../table.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-/** Lists a sandbox directory (`<thread>:` alone is the workspace root). */
+/** Lists a sandbox directory (`<thread>:` alone, or `<thread>`, is the workspace itself). */
 export async function ls(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('ls', args, { json: { type: 'boolean' } });
   const first = positionals[0];
-  // `sbx ls t1` reads naturally as the root of t1.
+  // `sbx ls t1` reads naturally as t1's workspace.
   const remote =
     first !== undefined && parseRemotePath(first) === undefined
-      ? { thread: first, path: '/' }
+      ? { thread: first, path: WORKSPACE }
       : requireRemotePath('ls', first);
   const { config, broker } = loggedIn(ctx);
   const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(

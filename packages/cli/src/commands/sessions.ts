@@ -16,6 +16,7 @@ export function threadSummary(thread: string, entry: CachedThread) {
     sandbox_id: entry.sandbox_id,
     http_base_url: entry.http_base_url,
     ws_base_url: entry.ws_base_url,
+    ...(entry.workspace_path === undefined ? {} : { workspace_path: entry.workspace_path }),
     bindings,
   };
 }

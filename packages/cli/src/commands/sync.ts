@@ -3,7 +3,7 @@ import path from 'node:path';
 import { NotFoundError } from '@sbx/client';
 import { loggedIn, parseCommand, printJson, type CliContext, type LoggedIn } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
-import { parseRemotePath, type RemotePath } from '../remote-path.js';
+import { absoluteRemote, parseRemotePath, WORKSPACE, type RemotePath } from '../remote-path.js';
 import type { LocalTree } from '../sync/local-tree.js';
 import { SyncManifest } from '../sync/manifest.js';
 import { pull } from '../sync/pull.js';
@@ -25,7 +25,9 @@ interface Route {
 /**
  * Mirrors a directory between this machine and a sandbox: a push when the sandbox side comes
  * second, a pull when it comes first. `--delete` removes what the source side lacks,
- * `--watch` (push only) keeps pushing local changes until Ctrl-C or SIGTERM.
+ * `--watch` (push only) keeps pushing local changes until Ctrl-C or SIGTERM. The sandbox
+ * side is a sandbox path (`t1:proj`, `t1:` or `t1` for the workspace, `t1:/workspace/proj`),
+ * resolved to its absolute form before anything is compared or remembered (see openTarget).
  */
 export async function sync(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('sync', args, {
@@ -63,9 +65,13 @@ function routeOf(positionals: readonly string[]): Route {
   const to = parseRemotePath(second);
   if (from !== undefined && to !== undefined) throw new UsageError(`${USAGE} (one side is local)`);
   if (from !== undefined) return { direction: 'pull', localRoot: path.resolve(second), remote: from };
-  // `sbx sync src t1`: a bare thread is its workspace root; a pull needs the colon (`t1:`).
+  // `sbx sync src t1`: a bare thread is its workspace; a pull needs the colon (`t1:`).
   if (to === undefined && second.includes('/')) throw new UsageError(`${USAGE} (one side is a sandbox)`);
-  return { direction: 'push', localRoot: path.resolve(first), remote: to ?? { thread: second, path: '/' } };
+  return {
+    direction: 'push',
+    localRoot: path.resolve(first),
+    remote: to ?? { thread: second, path: WORKSPACE },
+  };
 }
 
 function requireLocalDirectory(dir: string): void {
@@ -88,8 +94,12 @@ async function openTarget(
   const { thread } = route.remote;
   const currentSandbox = (): string | undefined => ctx.store.readThreads()[thread]?.sandbox_id;
   const cachedBefore = currentSandbox();
-  const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(thread, 'human');
-  const remoteRoot = route.remote.path.replace(/(.)\/+$/, '$1');
+  const sessions = new ThreadSessions(broker, ctx.store, config.actor_id);
+  const sandbox = await sessions.sandbox(thread, 'human');
+  // The agent names every path absolutely (`/workspace/proj/a.txt`): the root in that form
+  // makes `t1:`, `t1:.` and `t1:/workspace` one sync pair (one manifest) and the report
+  // name the directory as the sandbox's processes see it.
+  const remoteRoot = absoluteRemote(await sessions.workspacePath(thread, sandbox), route.remote.path);
   const sandboxId = currentSandbox() ?? thread;
   // Opening may already have renegotiated: the sandbox the cache named is the one to compare with.
   const sandboxAtStart = cachedBefore ?? currentSandbox();

@@ -1,5 +1,11 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { NotFoundError, RefreshingCredentials, SandboxClient, type Shell } from '@sbx/client';
+import {
+  NotFoundError,
+  RefreshingCredentials,
+  SandboxClient,
+  workspacePathOf,
+  type Shell,
+} from '@sbx/client';
 import type { SessionResponse } from '@sbx/protocol';
 import { CLI_RETRY, type LoggedIn } from '../context.js';
 import { CheckFailed, Skip } from './step-runner.js';
@@ -27,7 +33,8 @@ export class SandboxChecks {
   #human: Held | undefined;
   #agent: Held | undefined;
   readonly #marker = randomBytes(6).toString('hex');
-  readonly #file = `/.sbx-doctor-${this.#marker}.bin`;
+  /** Relative: in the workspace, wherever the sandbox's processes see it. */
+  readonly #file = `.sbx-doctor-${this.#marker}.bin`;
   readonly #content = randomBytes(PROBE_FILE_BYTES);
 
   constructor(
@@ -40,7 +47,8 @@ export class SandboxChecks {
     this.#human = await this.#bind({ type: 'human', id: actor });
     this.#agent = await this.#bind({ type: 'agent', id: `${actor}.doctor` });
     const { sandbox } = this.#human.session;
-    return `sandbox ${sandbox.id} (${sandbox.provider}) for thread ${this.thread}; human: ${grants(this.#human)}; agent: ${grants(this.#agent)}`;
+    const workspace = workspacePathOf(this.#human.session);
+    return `sandbox ${sandbox.id} (${sandbox.provider}) for thread ${this.thread}, workspace ${workspace}; human: ${grants(this.#human)}; agent: ${grants(this.#agent)}`;
   }
 
   async write(): Promise<string> {

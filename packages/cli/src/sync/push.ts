@@ -65,7 +65,8 @@ export async function makeRemoteDir(t: SyncTarget, rel: string): Promise<void> {
   t.report.record({ action: 'mkdir', path: `${rel}/` });
 }
 
+/** The sync root did not exist (the workspace itself always does): made with its parents. */
 async function createRoot(t: SyncTarget): Promise<RemoteTree> {
-  if (t.remoteRoot !== '/') await t.files.mkdir(t.remoteRoot, { parents: true });
+  await t.files.mkdir(t.remoteRoot, { parents: true });
   return new Map();
 }

@@ -11,10 +11,10 @@ export interface RemoteEntry {
   readonly mtime: string;
 }
 
-/** Relative POSIX path (no leading `/`) → entry. */
+/** POSIX path relative to the sync root (no leading `/`) → entry. */
 export type RemoteTree = Map<string, RemoteEntry>;
 
-/** The sandbox path of `rel` under `root` (`/` is the workspace root). */
+/** The sandbox path of `rel` under the absolute sandbox directory `root`. */
 export function remotePathOf(root: string, rel: string): string {
   const base = root.replace(/\/+$/, '');
   return rel === '' ? base || '/' : `${base}/${rel}`;
@@ -22,9 +22,11 @@ export function remotePathOf(root: string, rel: string): string {
 
 /**
  * Every file and directory under `root` (symlinks and special files left out, as locally),
- * or undefined when `root` does not exist. Directories are listed a few at a time. A name
- * that is not one plain path segment (`..`, `a/b`, a control character) is left out and
- * handed to `onRefused`: the listing comes from the sandbox, which is not trusted.
+ * or undefined when `root` does not exist. Directories are listed a few at a time. Entries
+ * are keyed by their path relative to `root`, built from the listed names, never from the
+ * absolute paths the agent answers with. A name that is not one plain path segment (`..`,
+ * `a/b`, a control character) is left out and handed to `onRefused`: the listing comes
+ * from the sandbox, which is not trusted.
  */
 export async function walkRemote(
   files: FilesApi,

@@ -8,7 +8,10 @@ export interface SyncTarget {
   readonly thread: string;
   /** Absolute local directory. */
   readonly localRoot: string;
-  /** Sandbox directory (`/` is the workspace root). */
+  /**
+   * Sandbox directory, absolute as the sandbox's processes see it (`/workspace/proj`;
+   * `/workspace` itself for `t1:`), the form the agent's answers use.
+   */
   readonly remoteRoot: string;
   readonly manifest: SyncManifest;
   readonly report: SyncReport;
