@@ -235,8 +235,7 @@ export class LocalProvider implements SandboxProvider {
       );
       if (this.#closing !== undefined) throw new Error('the provider shut down while the agent started');
       // The agent realpaths its workspace; unconfined processes see exactly that path.
-      const workspacePath =
-        this.isolation === 'none' ? await realpath(paths.workspace) : SANDBOX_WORKSPACE;
+      const workspacePath = this.isolation === 'none' ? await realpath(paths.workspace) : SANDBOX_WORKSPACE;
       live.dataplane = dataplaneOf(url, workspacePath);
       return live.dataplane;
     } catch (err) {
