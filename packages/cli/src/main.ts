@@ -7,6 +7,7 @@ import { help } from './commands/help.js';
 import { login } from './commands/login.js';
 import { logout } from './commands/logout.js';
 import { ls } from './commands/ls.js';
+import { mcp } from './commands/mcp.js';
 import { release } from './commands/release.js';
 import { rm } from './commands/rm.js';
 import { sessions } from './commands/sessions.js';
@@ -35,6 +36,7 @@ const COMMANDS: Readonly<Record<string, Command>> = {
   sync,
   shell,
   doctor,
+  mcp,
   help,
 };
 

@@ -18,6 +18,8 @@ export const HELP = `sbx: shared sandboxes from the terminal
                                  --delete removes what the source lacks; --watch pushes until Ctrl-C
   sbx shell <thread> [--id <shell id>] [--observe]   Ctrl-] detaches, leaving the shell running
   sbx doctor [--thread <t>]      check a deployment end to end (broker, key, files, exec, shell)
+  sbx mcp [--http <port> [--host h]]   MCP server for this login over stdio (an MCP host's command);
+                                 --http: Streamable HTTP at /mcp, each request with its own bearer
 
   <thread>:<path> is a path in the sandbox, as its commands see it: relative to the workspace
   (thr_1:src/main.py; thr_1: is the workspace itself) or absolute inside it

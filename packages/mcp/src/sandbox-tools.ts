@@ -1,0 +1,128 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { BadRequestError } from '@sbx/client';
+import { z } from 'zod';
+import type { CallerEnvironments } from './environments.js';
+import { guarded, toolResult } from './results.js';
+
+const thread = z
+  .string()
+  .min(1)
+  .max(200)
+  .optional()
+  .describe('The thread; default: the environment acquired last by this caller');
+const sandboxPath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .describe(
+    'Sandbox path: relative to the workspace (src/main.py) or absolute inside it (/workspace/src/main.py)',
+  );
+
+/** UTF-8 text when the bytes are valid UTF-8, base64 otherwise. */
+function decoded(bytes: Uint8Array): { content: string; encoding: 'utf-8' | 'base64' } {
+  try {
+    return { content: new TextDecoder('utf-8', { fatal: true }).decode(bytes), encoding: 'utf-8' };
+  } catch {
+    return { content: Buffer.from(bytes).toString('base64'), encoding: 'base64' };
+  }
+}
+
+/** Files and exec of the thread's sandbox, through the SDK's SandboxClient (docs/mcp.md#tools). */
+export function registerSandboxTools(
+  server: McpServer,
+  environments: CallerEnvironments,
+  onInternal?: (err: unknown) => void,
+): void {
+  server.registerTool(
+    'read_file',
+    {
+      title: 'Read a file',
+      description: 'Read a file of the sandbox (text as is, other bytes as base64).',
+      inputSchema: { thread_id: thread, path: sandboxPath },
+      annotations: { readOnlyHint: true },
+    },
+    ({ thread_id, path }) =>
+      guarded(async () => {
+        const bytes = await environments.withSandbox(thread_id, (sandbox) => sandbox.files.read(path));
+        const { content, encoding } = decoded(bytes);
+        return toolResult({ path, content, encoding, size: bytes.byteLength }, content);
+      }, onInternal),
+  );
+
+  server.registerTool(
+    'write_file',
+    {
+      title: 'Write a file',
+      description: 'Write a file of the sandbox atomically (parents are created).',
+      inputSchema: {
+        thread_id: thread,
+        path: sandboxPath,
+        content: z.string().describe('The new content'),
+        encoding: z.enum(['utf-8', 'base64']).default('utf-8'),
+      },
+    },
+    ({ thread_id, path, content, encoding }) =>
+      guarded(async () => {
+        const data = encoding === 'base64' ? new Uint8Array(Buffer.from(content, 'base64')) : content;
+        const info = await environments.withSandbox(thread_id, (sandbox) => sandbox.files.write(path, data));
+        return toolResult({ path: info.path, size: info.size, etag: info.etag ?? null });
+      }, onInternal),
+  );
+
+  server.registerTool(
+    'list_files',
+    {
+      title: 'List a directory',
+      description: 'List a directory of the sandbox (default: the workspace).',
+      inputSchema: { thread_id: thread, path: sandboxPath.default('.') },
+      annotations: { readOnlyHint: true },
+    },
+    ({ thread_id, path }) =>
+      guarded(async () => {
+        const listing = await environments.withSandbox(thread_id, (sandbox) => sandbox.files.list(path));
+        return toolResult({ path: listing.path, entries: listing.entries });
+      }, onInternal),
+  );
+
+  server.registerTool(
+    'run_command',
+    {
+      title: 'Run a command',
+      description:
+        'Run a command in the sandbox to completion; returns exit code, stdout and stderr. ' +
+        'A non-zero exit code is a result, not a tool error.',
+      inputSchema: {
+        thread_id: thread,
+        command: z.string().min(1).optional().describe('A shell command line (sh -c)'),
+        argv: z.array(z.string()).min(1).optional().describe('Program and arguments, instead of command'),
+        cwd: sandboxPath.optional(),
+        stdin: z.string().optional(),
+        timeout_ms: z.number().int().positive().max(3_600_000).optional(),
+      },
+    },
+    ({ thread_id, command, argv, cwd, stdin, timeout_ms }) =>
+      guarded(async () => {
+        if ((command === undefined) === (argv === undefined)) {
+          throw new BadRequestError('give exactly one of command or argv');
+        }
+        const program = argv === undefined ? { cmd: command ?? '' } : { argv };
+        const options = {
+          ...(cwd === undefined ? {} : { cwd }),
+          ...(stdin === undefined ? {} : { stdin }),
+          ...(timeout_ms === undefined ? {} : { timeoutMs: timeout_ms }),
+        };
+        const r = await environments.withSandbox(thread_id, (sandbox) => sandbox.exec.run(program, options));
+        return toolResult({
+          exit_code: r.exit_code,
+          signal: r.signal,
+          stdout: r.stdout,
+          stderr: r.stderr,
+          stdout_encoding: r.stdout_encoding,
+          stderr_encoding: r.stderr_encoding,
+          timed_out: r.timed_out,
+          truncated: r.stdout_truncated || r.stderr_truncated,
+          duration_ms: r.duration_ms,
+        });
+      }, onInternal),
+  );
+}
