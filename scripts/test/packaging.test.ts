@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -434,22 +435,28 @@ describe('the installed packages against a real broker', () => {
     expectSuccess(await sbx('release', 'thr_packaging_cli'));
   }, 120_000);
 
-  // ─── LATER STEP: the installed @sbx/langgraph deepagents backend ─────────────────────────
-  // Its src/ is still being written. When it exists: fill in `runInstalledLanggraphBackend`
-  // (a script in `project` that imports the backend from the installed '@sbx/langgraph',
-  // runs a deep agent with `fakeModel()` from the installed '@langchain/core/testing' that
-  // writes and reads a file through the backend, against `brokerEnv()`), and turn the
-  // `it.skip` below into `it`, dropping its oxlint-disable line. Until then the suite
-  // reports it as skipped, never as passed.
-  // oxlint-disable-next-line jest/no-disabled-tests -- the later step above; skipped, not faked, until it is written
-  it.skip('the installed @sbx/langgraph deepagents backend works against the broker (later step)', async () => {
-    await expect(runInstalledLanggraphBackend(project, brokerEnv())).resolves.toBeUndefined();
-  });
+  it('the installed @sbx/langgraph backend runs a deep agent that writes and runs a file in its sandbox', async () => {
+    const out = await runInstalledLanggraphBackend(project, brokerEnv());
+    expect(out.executed).toContain('from an installed deep agent');
+    expect(out.readBack).toBe('print("from an installed deep agent")\n');
+  }, 180_000);
 });
 
-/** Not written yet: see LATER STEP above. */
-async function runInstalledLanggraphBackend(cwd: string, env: Record<string, string>): Promise<void> {
-  throw new Error(
-    `not written yet: run the installed @sbx/langgraph backend in ${cwd} against ${env['SBX_BROKER_URL'] ?? '?'}`,
-  );
+/**
+ * A deep agent (deepagents' createDeepAgent, a scripted fakeModel from the installed
+ * @langchain/core) on the installed @sbx/langgraph backend: it writes a file with its file
+ * tool and runs it with its shell tool; the script reads the file back over the SDK.
+ */
+async function runInstalledLanggraphBackend(
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ executed: string; readBack: string }> {
+  const script = path.join(cwd, 'langgraph-run.mjs');
+  copyFileSync(path.join(root, 'scripts/test/fixtures/langgraph-run.mjs'), script);
+  const result = await run(process.execPath, [script], { cwd, env: consumerEnv(env) });
+  expectSuccess(result);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '{}') as {
+    executed: string;
+    readBack: string;
+  };
 }

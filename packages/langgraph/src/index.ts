@@ -1,0 +1,12 @@
+export { SbxSandbox } from './sandbox.js';
+export { SbxSandboxError, type SbxSandboxErrorCode } from './errors.js';
+export {
+  DEFAULT_ACTOR_ID,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  workspacePrompt,
+  type SbxSandboxOptions,
+} from './options.js';
+export { STATE_ROUTES, sandboxWithStateRoutes } from './composite.js';
+export { TIMEOUT_EXIT_CODE } from './execute.js';
+export type { ThreadSandbox } from './sessions.js';
