@@ -20,15 +20,27 @@ const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonObject =>
 /** Request bodies are documented as clients may send them; responses as the broker sends them. */
 function operation(name: string, route: RouteSpec): JsonObject {
   const params = jsonSchema(route.params, 'input') as { properties?: Record<string, JsonObject> };
+  const query = (route.query === undefined ? {} : jsonSchema(route.query, 'input')) as {
+    properties?: Record<string, JsonObject>;
+    required?: string[];
+  };
   return {
     operationId: name,
     summary: route.summary,
-    parameters: Object.entries(params.properties ?? {}).map(([param, schema]) => ({
-      name: param,
-      in: 'path',
-      required: true,
-      schema,
-    })),
+    parameters: [
+      ...Object.entries(params.properties ?? {}).map(([param, schema]) => ({
+        name: param,
+        in: 'path',
+        required: true,
+        schema,
+      })),
+      ...Object.entries(query.properties ?? {}).map(([param, schema]) => ({
+        name: param,
+        in: 'query',
+        required: query.required?.includes(param) ?? false,
+        schema,
+      })),
+    ],
     ...(route.body === undefined
       ? {}
       : {
@@ -42,10 +54,14 @@ function operation(name: string, route: RouteSpec): JsonObject {
 }
 
 function success(route: RouteSpec): JsonObject {
+  if (route.produces !== undefined) {
+    const content = Object.fromEntries(route.produces.map((type) => [type, { schema: { type: 'string' } }]));
+    return { '200': { description: 'OK (streamed)', content } };
+  }
   if (route.response === undefined) return { '204': { description: 'No Content' } };
   return {
-    '200': {
-      description: 'OK',
+    [String(route.status ?? 200)]: {
+      description: route.status === 201 ? 'Created' : 'OK',
       content: { 'application/json': { schema: jsonSchema(route.response, 'output') } },
     },
   };

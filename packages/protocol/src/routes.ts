@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { ADMIN_ROUTES } from './admin-routes.js';
 import type { ErrorCode } from './errors.js';
+import { RevocationRequest, RevocationResponse } from './revocation.js';
+import { TokenExchangeRequest, TokenExchangeResponse } from './oauth.js';
 import {
   GetBindingResponse,
   HeartbeatResponse,
@@ -25,13 +28,19 @@ import {
  * (docs/protocol.md#error-table; BAD_REQUEST wherever there is a body or path parameter).
  */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** OpenAPI-style path template. */
   readonly path: string;
   readonly summary: string;
   readonly params: z.ZodType;
+  /** Query-string parameters (listings); absent: none. */
+  readonly query?: z.ZodType;
   readonly body?: z.ZodType;
   readonly response?: z.ZodType;
+  /** The success status when there is a response; default 200. */
+  readonly status?: 200 | 201;
+  /** A streamed, non-JSON success body (200) in one of these media types; `response` is then absent. */
+  readonly produces?: readonly string[];
   readonly errors: readonly ErrorCode[];
 }
 
@@ -179,6 +188,34 @@ export const ROUTES = {
     summary: "Release the caller's binding on the thread; the last binding destroys the sandbox",
     params: ThreadPathParams,
     errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'BINDING_NOT_FOUND', 'RATE_LIMITED'],
+  },
+  tokenExchange: {
+    method: 'POST',
+    path: '/oauth/token',
+    summary:
+      'RFC 8693 token exchange: a narrower capability token (form-encoded body; errors in the RFC 6749 §5.2 shape)',
+    params: NoPathParams,
+    body: TokenExchangeRequest,
+    response: TokenExchangeResponse,
+    errors: ['BAD_REQUEST', 'UNAUTHENTICATED', 'RATE_LIMITED'],
+  },
+  ...ADMIN_ROUTES,
+  adminRevoke: {
+    method: 'POST',
+    path: '/admin/revocations',
+    summary: "Revoke a token (jti), a session's tokens, or every token of a sandbox (its key is rotated)",
+    params: NoPathParams,
+    body: RevocationRequest,
+    response: RevocationResponse,
+    errors: [
+      'BAD_REQUEST',
+      ...AUTH_ERRORS,
+      'NOT_FOUND',
+      'SESSION_NOT_FOUND',
+      'SANDBOX_NOT_FOUND',
+      'RATE_LIMITED',
+      'PROVIDER_UNAVAILABLE',
+    ],
   },
 } as const satisfies Record<string, RouteSpec>;
 export type RouteName = keyof typeof ROUTES;

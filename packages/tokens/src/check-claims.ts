@@ -1,5 +1,11 @@
 import { CAPABILITY_SCOPES, expandScopes, parseScopeString, type CapabilityScope } from '@sbx/protocol';
-import { isNonEmptyString, type CapabilityClaims, type VerifiedCapability } from './claims.js';
+import {
+  isNonEmptyString,
+  isRecord,
+  type ActorClaim,
+  type CapabilityClaims,
+  type VerifiedCapability,
+} from './claims.js';
 import { TokenError } from './token-error.js';
 
 export interface ClaimRules {
@@ -34,6 +40,7 @@ export function checkClaims(
   const scopes = checkScope(payload['scope']);
   const threadId = optionalText(payload['thread_id'], 'thread_id');
   const sessionId = optionalText(payload['session_id'], 'session_id');
+  const act = payload['act'] === undefined ? undefined : actorClaim(payload['act'], 0);
   const claims: CapabilityClaims = Object.freeze({
     iss: rules.issuer,
     sub,
@@ -41,6 +48,7 @@ export function checkClaims(
     scope: scopes.join(' '),
     ...(threadId === undefined ? {} : { thread_id: threadId }),
     ...(sessionId === undefined ? {} : { session_id: sessionId }),
+    ...(act === undefined ? {} : { act }),
     jti,
     iat,
     ...(nbf === undefined ? {} : { nbf }),
@@ -128,4 +136,17 @@ function optionalText(value: unknown, name: string): string | undefined {
   if (value === undefined) return undefined;
   if (!isNonEmptyString(value)) throw new TokenError('malformed', `token ${name} must be a non-empty string`);
   return value;
+}
+
+/** Delegation chains deeper than this are refused (ours are one or two actors long). */
+const MAX_ACTOR_DEPTH = 4;
+
+/** RFC 8693 §4.1 `act`: an object with a non-empty `sub`, maybe a nested `act`; other members are dropped. */
+function actorClaim(value: unknown, depth: number): ActorClaim {
+  if (!isRecord(value) || !isNonEmptyString(value['sub']) || depth >= MAX_ACTOR_DEPTH) {
+    throw new TokenError('malformed', 'token act must be an object with a non-empty sub');
+  }
+  const sub = value['sub'];
+  if (value['act'] === undefined) return Object.freeze({ sub });
+  return Object.freeze({ sub, act: actorClaim(value['act'], depth + 1) });
 }

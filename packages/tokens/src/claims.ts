@@ -4,6 +4,15 @@ import { CAPABILITY_SCOPES, normalizeCapability, SbxError, type CapabilityScope 
 export const TOKEN_TYPE = 'sbx-cap+jwt';
 export const TOKEN_ALGORITHM = 'HS256';
 
+/**
+ * RFC 8693 §4.1: the party acting for `sub` (an agent for a user); a nested `act`
+ * names the earlier actor of a delegation chain.
+ */
+export interface ActorClaim {
+  readonly sub: string;
+  readonly act?: ActorClaim;
+}
+
 /** The payload of a capability token; `aud` is the sandbox id. */
 export interface CapabilityClaims {
   readonly iss: string;
@@ -13,6 +22,8 @@ export interface CapabilityClaims {
   readonly scope: string;
   readonly thread_id?: string;
   readonly session_id?: string;
+  /** Set on tokens minted by token exchange for an actor (docs/protocol.md#token-exchange). */
+  readonly act?: ActorClaim;
   readonly jti: string;
   readonly iat: number;
   /**

@@ -23,7 +23,7 @@ export type DownscopeOptions = DownscopeSource & {
 };
 
 /**
- * Mints a token for the same sandbox, subject, thread and session with fewer
+ * Mints a token for the same sandbox, subject, actor (`act`), thread and session with fewer
  * (or equal) scopes and no later expiry. Escalation throws insufficient_scope.
  */
 export function downscope(options: DownscopeOptions): MintedToken {
@@ -45,6 +45,8 @@ export function downscope(options: DownscopeOptions): MintedToken {
     ttlSeconds: Math.min(options.ttlSeconds, remaining),
     threadId: claims.thread_id,
     sessionId: claims.session_id,
+    // A narrower token still says who acts: dropping `act` would pass an agent off as its user.
+    actor: claims.act,
     now: () => nowMs,
     jti: options.jti,
   });

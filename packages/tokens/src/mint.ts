@@ -1,7 +1,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { formatScopeString, SbxError } from '@sbx/protocol';
 import { encodeBase64url } from './base64url.js';
-import { normalizeRequestedScopes, isNonEmptyString, type CapabilityClaims } from './claims.js';
+import {
+  normalizeRequestedScopes,
+  isNonEmptyString,
+  type ActorClaim,
+  type CapabilityClaims,
+} from './claims.js';
 import { systemClock, unixSeconds, type Clock } from './clock.js';
 import { ENCODED_TOKEN_HEADER } from './compact-token.js';
 import type { SigningKey } from './signing-key.js';
@@ -17,6 +22,8 @@ export interface MintOptions {
   readonly ttlSeconds: number;
   readonly threadId?: string;
   readonly sessionId?: string;
+  /** The `act` claim: who acts for the subject (RFC 8693 §4.1). */
+  readonly actor?: ActorClaim;
   readonly now?: Clock;
   readonly jti?: string;
 }
@@ -56,6 +63,7 @@ function buildClaims(options: MintOptions): CapabilityClaims {
     scope: formatScopeString(normalizeRequestedScopes(options.scopes)),
     ...(options.threadId === undefined ? {} : { thread_id: requiredText(options.threadId, 'threadId') }),
     ...(options.sessionId === undefined ? {} : { session_id: requiredText(options.sessionId, 'sessionId') }),
+    ...(options.actor === undefined ? {} : { act: actorClaim(options.actor) }),
     jti: options.jti === undefined ? newTokenId() : requiredText(options.jti, 'jti'),
     iat,
     nbf: iat,
@@ -66,4 +74,9 @@ function buildClaims(options: MintOptions): CapabilityClaims {
 function requiredText(value: unknown, name: string): string {
   if (!isNonEmptyString(value)) throw new SbxError('BAD_REQUEST', `${name} must be a non-empty string`);
   return value;
+}
+
+function actorClaim(actor: ActorClaim): ActorClaim {
+  const sub = requiredText(actor.sub, 'actor.sub');
+  return Object.freeze(actor.act === undefined ? { sub } : { sub, act: actorClaim(actor.act) });
 }

@@ -1,4 +1,5 @@
 import { realpathSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import {
   closeInheritedDescriptors,
   ConfigError,
@@ -10,6 +11,7 @@ import {
 import { loadAgentConfig, type AgentConfig } from './config.js';
 import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
 import { joinCgroups } from './adapters/cgroup-join.js';
+import { emptyRevocationList, fileRevocationList, type RevocationList } from './adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
@@ -27,6 +29,15 @@ const now = (): number => Date.now();
 function keySourceFor(config: AgentConfig): KeySource {
   if (config.signingKey.kind === 'inline') return staticKeySource(config.signingKey.base64url);
   return fileKeySource({ path: config.signingKey.path, graceMs: config.keyRotationGraceSeconds * 1000, now });
+}
+
+/** The provider writes `revocations.json` next to the key file (docs/security.md#revocation). */
+function revocationsFor(config: AgentConfig, logger: Logger): RevocationList {
+  if (config.signingKey.kind === 'inline') return emptyRevocationList();
+  return fileRevocationList({
+    path: path.join(path.dirname(config.signingKey.path), 'revocations.json'),
+    onError: (err) => logger.warn({ err }, 'revocation list not applied; the last good one stays'),
+  });
 }
 
 interface LaunchSetup {
@@ -111,6 +122,7 @@ async function main(): Promise<void> {
       issuer: config.tokenIssuer,
       maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
       now,
+      revocations: revocationsFor(config, logger),
     }),
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);

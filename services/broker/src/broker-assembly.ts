@@ -87,6 +87,12 @@ export async function assembleBroker(
     idempotency: settings.idempotency,
     clock,
     logger,
+    admin: {
+      prisma: database.prisma,
+      provider,
+      repositories,
+      idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000,
+    },
   });
 
   let generatedAdminKey: string | undefined;

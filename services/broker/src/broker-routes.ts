@@ -14,7 +14,10 @@ import {
 import type { KeyVault } from './domain/keys/key-vault.js';
 import { RateLimiter, type RateLimits } from './domain/rate-limit/rate-limiter.js';
 import type { SessionService } from './domain/sessions/session-service.js';
+import { adminRoutes, type AdminAssembly } from './http/admin/admin-routes.js';
 import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
+import { revocationRoutes } from './http/admin/revocation-routes.js';
+import { tokenRoutes } from './http/oauth/token-routes.js';
 import { sessionRoutes } from './http/sessions/session-routes.js';
 import { threadRoutes } from './http/threads/thread-routes.js';
 import type { Repositories } from './store/index.js';
@@ -22,7 +25,7 @@ import type { Repositories } from './store/index.js';
 export interface BrokerRoutesDeps {
   readonly service: SessionService;
   readonly audit: AuditTrail;
-  readonly repositories: Pick<Repositories, 'apiKeys' | 'idempotency'>;
+  readonly repositories: Pick<Repositories, 'apiKeys' | 'idempotency' | 'bindings' | 'sandboxes' | 'journal'>;
   readonly vault: KeyVault;
   readonly coordination: Coordination;
   readonly oidc: OidcVerifier | undefined;
@@ -30,9 +33,11 @@ export interface BrokerRoutesDeps {
   readonly idempotency: Partial<IdempotencySettings> | undefined;
   readonly clock: () => number;
   readonly logger: Logger;
+  /** Absent: no `/admin/*` operator API (docs/admin.md). */
+  readonly admin?: AdminAssembly | undefined;
 }
 
-/** The session routes (`/v1/sandbox/sessions…`) and the thread routes (`/threads/…`), in that order. */
+/** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`) and `/oauth/token`, in that order. */
 export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
   const { repositories, logger } = deps;
   const http = {
@@ -50,5 +55,13 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
       deps.clock,
     ),
   };
-  return [sessionRoutes(http), threadRoutes(http)];
+  const admin =
+    deps.admin === undefined ? [] : adminRoutes({ ...deps, ...deps.admin, authenticate: http.authenticate });
+  return [
+    ...admin,
+    sessionRoutes(http),
+    threadRoutes(http),
+    tokenRoutes({ ...deps, rateLimiter: http.rateLimiter }),
+    revocationRoutes({ ...http, revocations: deps.service.revocations }),
+  ];
 }

@@ -10,6 +10,11 @@ export interface KeySet {
 
 export interface KeySource {
   current(): KeySet;
+  /**
+   * Re-reads the key now and forgets every previous key, grace or not: a sandbox-wide
+   * revocation rotated the key because the old one may have leaked (docs/security.md#revocation).
+   */
+  retire?(): void;
 }
 
 /** A key given inline never changes. */
@@ -59,6 +64,18 @@ export function fileKeySource(options: KeyFileOptions): KeySource {
   }
 
   return {
+    retire(): void {
+      const now = options.now();
+      checkedAt = now;
+      mtimeMs = Number.NaN; // read it whatever its mtime says: a rename in the same tick keeps it
+      try {
+        reloadIfChanged(now);
+      } catch (err) {
+        options.onError?.(err);
+      }
+      previous = undefined;
+      publish();
+    },
     current(): KeySet {
       const now = options.now();
       if (previous !== undefined && now >= previous.until) {

@@ -1,5 +1,7 @@
+import { SbxError } from '@sbx/protocol';
 import { createVerifier, type CapabilityVerifier, type VerifiedCapability } from '@sbx/tokens';
 import type { KeySource } from '../adapters/key-source.js';
+import type { RevocationList } from '../adapters/revocation-list.js';
 
 export interface AuthenticatorOptions {
   readonly keys: KeySource;
@@ -9,11 +11,22 @@ export interface AuthenticatorOptions {
   readonly now: () => number;
   /** Upper bound on cached tokens; the oldest entry goes first. */
   readonly cacheSize?: number;
+  /** Revoked jtis and the `not_before` of a sandbox-wide revocation; none when omitted. */
+  readonly revocations?: RevocationList;
 }
 
 export interface Authenticator {
   /** The verified capability, or a TokenError (an SbxError: 401, or 403 for scope). */
   authenticate(token: string): VerifiedCapability;
+  /**
+   * Runs `listener` after the revocation list changed (and, for a sandbox-wide revocation,
+   * after the old key was retired): open WebSockets re-check their token then.
+   */
+  onRevocation?(listener: () => void): () => void;
+}
+
+function revoked(): SbxError {
+  return new SbxError('UNAUTHENTICATED', 'token was revoked', { details: { reason: 'revoked' } });
 }
 
 /**
@@ -26,6 +39,15 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const cache = new Map<string, VerifiedCapability>();
   let version = -1;
   let verifier: CapabilityVerifier | undefined;
+  const revocations = options.revocations;
+  let notBefore = revocations?.notBefore ?? 0;
+  const listeners = new Set<() => void>();
+  revocations?.onChange(() => {
+    // A newer not_before means the key was rotated for a leak: the old key gets no grace.
+    if (revocations.notBefore > notBefore) options.keys.retire?.();
+    notBefore = revocations.notBefore;
+    for (const listener of listeners) listener();
+  });
 
   function currentVerifier(): CapabilityVerifier {
     const set = options.keys.current();
@@ -43,12 +65,23 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return verifier;
   }
 
+  function notRevoked(capability: VerifiedCapability): VerifiedCapability {
+    if (revocations?.isRevoked(capability.claims) === true) throw revoked();
+    return capability;
+  }
+
   return {
+    onRevocation(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     authenticate(token: string): VerifiedCapability {
+      // First: a sandbox-wide revocation seen here retires the old key before it verifies anything.
+      revocations?.refresh();
       const active = currentVerifier();
       const hit = cache.get(token);
       if (hit !== undefined) {
-        if (hit.expiresAt.getTime() > options.now()) return hit;
+        if (hit.expiresAt.getTime() > options.now()) return notRevoked(hit);
         // Past exp the verifier decides again (it forgives bounded clock skew, the cache does not).
         cache.delete(token);
       }
@@ -58,7 +91,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         if (oldest.done !== true) cache.delete(oldest.value);
       }
       cache.set(token, verified);
-      return verified;
+      return notRevoked(verified);
     },
   };
 }

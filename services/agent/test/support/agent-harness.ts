@@ -7,6 +7,7 @@ import { createLogger, SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
 import { staticKeySource } from '../../src/adapters/key-source.js';
+import type { RevocationList } from '../../src/adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from '../../src/adapters/launcher.js';
 import { PathGuard } from '../../src/domain/files/path-guard.js';
 import { createAuthenticator } from '../../src/http/authenticator.js';
@@ -43,6 +44,8 @@ export interface TestAgentOptions {
   readonly confined?: { readonly network?: boolean; readonly hidePaths?: readonly string[] };
   readonly wsAuthTimeoutMs?: number;
   readonly now?: () => number;
+  /** The revocation list the authenticator consults (none by default). */
+  readonly revocations?: RevocationList;
 }
 
 /**
@@ -72,7 +75,14 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     now,
     launcher: sandbox?.launcher ?? options.launcher?.(workspace) ?? directLauncher(),
     keys,
-    authenticator: createAuthenticator({ keys, sandboxId, issuer: TEST_ISSUER, maxTtlSeconds: 3600, now }),
+    authenticator: createAuthenticator({
+      keys,
+      sandboxId,
+      issuer: TEST_ISSUER,
+      maxTtlSeconds: 3600,
+      now,
+      ...(options.revocations === undefined ? {} : { revocations: options.revocations }),
+    }),
   };
   const running = await startAgentServer(ctx, options.features?.(ctx) ?? [], {
     host: '127.0.0.1',

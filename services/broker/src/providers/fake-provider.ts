@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SbxError } from '@sbx/protocol';
+import type { SigningKey } from '@sbx/tokens';
 import {
   assertSandboxId,
   providerUnavailable,
@@ -8,6 +9,7 @@ import {
   type AgentExitListener,
   type Dataplane,
   type ProviderSandboxStatus,
+  type Revocation,
   type SandboxProvider,
   type SandboxSpec,
 } from './provider.js';
@@ -49,6 +51,11 @@ export class FakeProvider implements SandboxProvider {
   readonly #gates = new Map<FakeOperation, Promise<void>>();
   readonly #calls: { readonly operation: FakeOperation; readonly sandboxId: string }[] = [];
   readonly #inFlight = new Map<FakeOperation, { now: number; max: number }>();
+  /** Every `revoke` and `rotateKey`, in call order. */
+  readonly revocations: (
+    | { readonly kind: 'revoke'; readonly sandboxId: string; readonly revocation: Revocation }
+    | { readonly kind: 'rotateKey'; readonly sandboxId: string; readonly key: SigningKey }
+  )[] = [];
   #nextHost = 1;
   #closed = false;
 
@@ -165,6 +172,19 @@ export class FakeProvider implements SandboxProvider {
   async status(sandboxId: string): Promise<ProviderSandboxStatus> {
     assertSandboxId(sandboxId);
     return this.#sandboxes.get(sandboxId)?.state ?? 'missing';
+  }
+
+  /** Recorded only; its dataplane serves nobody whose tokens could be refused. */
+  async revoke(sandboxId: string, revocation: Revocation): Promise<void> {
+    assertSandboxId(sandboxId);
+    this.#existing(sandboxId);
+    this.revocations.push({ kind: 'revoke', sandboxId, revocation });
+  }
+
+  async rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
+    assertSandboxId(sandboxId);
+    this.#existing(sandboxId);
+    this.revocations.push({ kind: 'rotateKey', sandboxId, key });
   }
 
   async close(): Promise<void> {

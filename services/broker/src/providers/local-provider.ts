@@ -1,9 +1,7 @@
-import { readFile, realpath } from 'node:fs/promises';
 import { SbxError } from '@sbx/protocol';
-import { SANDBOX_WORKSPACE } from '@sbx/service-kit';
-import { signingKeyFromBase64url } from '@sbx/tokens';
-import { agentEnvironment } from './agent-environment.js';
-import { AgentProcess, type AgentExit } from './agent-process.js';
+import type { SigningKey } from '@sbx/tokens';
+import { readinessBearer, spawnSandboxAgent, workspacePathOf } from './agent-launch.js';
+import type { AgentExit, AgentProcess } from './agent-process.js';
 import {
   beforeDeadline,
   dataplaneOf,
@@ -13,7 +11,6 @@ import {
 } from './agent-readiness.js';
 import type { LocalIsolation } from './isolation.js';
 import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
-import { agentLaunchCommand } from './agent-command.js';
 import { sweepSandbox } from './process-sweep.js';
 import {
   assertSandboxId,
@@ -22,10 +19,12 @@ import {
   sandboxNotFound,
   type Dataplane,
   type ProviderSandboxStatus,
+  type Revocation,
   type SandboxProvider,
   type SandboxSpec,
 } from './provider.js';
 import {
+  existingSandboxPaths,
   readSandboxRecord,
   sandboxFilesExist,
   sandboxPaths,
@@ -34,6 +33,7 @@ import {
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
 import { prepareSandbox, removeSandbox } from './sandbox-preparation.js';
+import { addRevocations, replaceKeyFile } from './revocation-file.js';
 import { SerialQueue } from './serial-queue.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
@@ -64,6 +64,8 @@ export class LocalProvider implements SandboxProvider {
   /** Sandboxes whose agent crashed (or failed to start) since their last good start. */
   readonly #failed = new Set<string>();
   readonly #queue = new SerialQueue();
+  /** Revocations have their own queue: they must not wait behind a slow start. */
+  readonly #revocations = new SerialQueue();
   #closing: Promise<void> | undefined;
 
   private constructor(settings: LocalSettings) {
@@ -158,6 +160,32 @@ export class LocalProvider implements SandboxProvider {
     return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
   }
 
+  /** Merges into `revocations.json` next to the key file, which the agent watches. */
+  async revoke(sandboxId: string, revocation: Revocation): Promise<void> {
+    assertSandboxId(sandboxId);
+    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
+    await this.#revocations
+      .run(sandboxId, () => addRevocations(paths.stateDir, revocation, Date.now()))
+      .catch((err: unknown) => {
+        throw providerUnavailable(`the revocation list of sandbox ${sandboxId} could not be written`, err);
+      });
+  }
+
+  /** Replaces `agent.key`; the agent reads it now when `revoke({notBefore})` follows, else within its check. */
+  async rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
+    assertSandboxId(sandboxId);
+    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
+    await this.#revocations.run(sandboxId, async () => {
+      await replaceKeyFile(paths.keyFile, key).catch((err: unknown) => {
+        throw providerUnavailable(`the key of sandbox ${sandboxId} could not be replaced`, err);
+      });
+      const live = this.#agents.get(sandboxId);
+      const record = live?.record;
+      if (live !== undefined && record !== undefined)
+        live.bearer = () => readinessToken(key, sandboxId, record.tokenIssuer);
+    });
+  }
+
   close(): Promise<void> {
     this.#closing ??= (async () => {
       const live = [...this.#agents.entries()];
@@ -191,24 +219,7 @@ export class LocalProvider implements SandboxProvider {
 
   async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
     const sandboxId = record.sandboxId;
-    const limits = record.limits ?? DEFAULT_SANDBOX_LIMITS;
-    const cgroups = (await this.#settings.cgroups?.create(sandboxId, limits)) ?? [];
-    const agent = new AgentProcess({
-      command: agentLaunchCommand(this.#settings.command, limits),
-      env: agentEnvironment({
-        record,
-        paths,
-        isolation: this.isolation,
-        bwrapPath: this.#settings.bwrapPath,
-        slirp4netnsPath: this.#settings.slirp4netnsPath,
-        hiddenPaths: this.#settings.hiddenPaths,
-        cgroups,
-        logLevel: this.#settings.agentLogLevel,
-      }),
-      cwd: paths.stateDir,
-      sandboxId,
-      logger: this.#settings.logger,
-    });
+    const agent = await spawnSandboxAgent(this.#settings, this.isolation, record, paths);
     const live: LiveAgent = {
       agent,
       paths,
@@ -224,8 +235,7 @@ export class LocalProvider implements SandboxProvider {
     try {
       const url = await beforeDeadline(agent.listening, deadline, 'agent start');
       // Read only now: a key the agent refused is reported by the agent's own last words.
-      const key = signingKeyFromBase64url((await readFile(paths.keyFile, 'utf8')).trim());
-      live.bearer = () => readinessToken(key, sandboxId, record.tokenIssuer);
+      live.bearer = await readinessBearer(paths, record);
       await waitUntilHealthy(
         url,
         sandboxId,
@@ -234,9 +244,7 @@ export class LocalProvider implements SandboxProvider {
         live.bearer,
       );
       if (this.#closing !== undefined) throw new Error('the provider shut down while the agent started');
-      // The agent realpaths its workspace; unconfined processes see exactly that path.
-      const workspacePath = this.isolation === 'none' ? await realpath(paths.workspace) : SANDBOX_WORKSPACE;
-      live.dataplane = dataplaneOf(url, workspacePath);
+      live.dataplane = dataplaneOf(url, await workspacePathOf(this.isolation, paths));
       return live.dataplane;
     } catch (err) {
       await this.#end(sandboxId, paths);

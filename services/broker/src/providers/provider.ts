@@ -29,6 +29,14 @@ export interface Dataplane {
   readonly workspacePath: string;
 }
 
+/** Tokens the sandbox's agent must refuse from now on (docs/security.md#revocation). */
+export interface Revocation {
+  /** Each revoked jti with its token's expiry: entries are dropped once the token expired anyway. */
+  readonly jtis: readonly { readonly jti: string; readonly expiresAt: Date }[];
+  /** Tokens issued before this instant are refused; a newer one also retires the previous key at once. */
+  readonly notBefore?: Date;
+}
+
 export type ProviderSandboxStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'missing';
 
 /**
@@ -51,6 +59,13 @@ export interface SandboxProvider {
   /** Ends the agent and deletes the workspace; a sandbox that is already gone is fine. */
   destroy(sandboxId: string): Promise<void>;
   status(sandboxId: string): Promise<ProviderSandboxStatus>;
+  /**
+   * Adds to the sandbox's revocation list; its agent refuses those tokens within 1 s, open
+   * WebSockets included, running or not (a stopped agent reads the list when it starts).
+   */
+  revoke(sandboxId: string, revocation: Revocation): Promise<void>;
+  /** Replaces the sandbox's key; followed by `revoke({notBefore})` the old key gets no grace. */
+  rotateKey(sandboxId: string, key: SigningKey): Promise<void>;
   /** Broker shutdown: ends every agent this provider started; later calls are refused. */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from 'nod
 import path from 'node:path';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
+import { sandboxNotFound } from './provider.js';
 import { SandboxLimits } from './sandbox-limits.js';
 
 /**
@@ -104,4 +105,11 @@ export async function sandboxFilesExist(paths: SandboxPaths): Promise<boolean> {
 export async function removeSandboxFiles(paths: SandboxPaths): Promise<void> {
   await rm(paths.workspace, { recursive: true, force: true });
   await rm(paths.stateDir, { recursive: true, force: true });
+}
+
+/** The paths of a sandbox this provider made (its record exists); SANDBOX_NOT_FOUND otherwise. */
+export async function existingSandboxPaths(dataDir: string, sandboxId: string): Promise<SandboxPaths> {
+  const paths = sandboxPaths(dataDir, sandboxId);
+  if ((await readSandboxRecord(paths).catch(() => undefined)) === undefined) throw sandboxNotFound(sandboxId);
+  return paths;
 }

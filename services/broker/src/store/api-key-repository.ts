@@ -24,6 +24,8 @@ export interface NewApiKey {
   readonly principalType?: PrincipalType;
   readonly scopes: readonly string[];
   readonly name?: string | null;
+  /** After this time the key no longer authenticates; absent or null: never. */
+  readonly expiresAt?: Date | null;
 }
 
 export interface CreatedApiKey {
@@ -104,6 +106,7 @@ export class ApiKeyRepository {
             ...(input.principalType === undefined ? {} : { principalType: input.principalType }),
             scopes: [...input.scopes],
             name: input.name ?? null,
+            expiresAt: input.expiresAt ?? null,
           },
         });
         return { key, record: withoutHash(row) };
@@ -160,8 +163,8 @@ export class ApiKeyRepository {
   }
 
   /**
-   * The key's record when `key` is a well-formed, unrevoked key whose secret
-   * matches the stored hash; null otherwise (callers answer UNAUTHENTICATED
+   * The key's record when `key` is a well-formed, unrevoked, unexpired key whose
+   * secret matches the stored hash; null otherwise (callers answer UNAUTHENTICATED
    * without saying which check failed). A key of neither shape costs no lookup.
    */
   async verify(key: string): Promise<ApiKeyRecord | null> {
@@ -175,6 +178,7 @@ export class ApiKeyRepository {
     const stored = Buffer.from(row.hash);
     const matches = stored.length === presented.length && timingSafeEqual(stored, presented);
     if (!matches || row.revokedAt !== null) return null;
+    if (row.expiresAt !== null && row.expiresAt.getTime() <= Date.now()) return null;
     return withoutHash(row);
   }
 

@@ -6,6 +6,7 @@ import { AuditRepository } from './audit-repository.js';
 import { IdempotencyRepository } from './idempotency-repository.js';
 import { JournalWriter } from './journal-writer.js';
 import { PolicyRepository } from './policy-repository.js';
+import { RevocationStore } from './revocation-store.js';
 import { SandboxRepository } from './sandbox-repository.js';
 import { SessionBindingRepository } from './session-binding-repository.js';
 import { SessionTransactions } from './session-transactions.js';
@@ -18,6 +19,7 @@ export * from './db-errors.js';
 export * from './idempotency-repository.js';
 export * from './journal-writer.js';
 export * from './policy-repository.js';
+export * from './revocation-store.js';
 export * from './sandbox-repository.js';
 export * from './session-binding-repository.js';
 export * from './session-transactions.js';
@@ -35,6 +37,8 @@ export interface Repositories {
   readonly idempotency: IdempotencyRepository;
   /** Batched writes of token issuances and audit events (what session calls write). */
   readonly journal: JournalWriter;
+  /** Revocation's reads across tenants and a sandbox's key replacement. */
+  readonly revocations: RevocationStore;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -48,5 +52,6 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     sessionTransactions: new SessionTransactions(prisma),
     idempotency: new IdempotencyRepository(prisma),
     journal: new JournalWriter(prisma),
+    revocations: new RevocationStore(prisma),
   };
 }

@@ -15,6 +15,8 @@ export interface NewTokenIssuance {
   readonly requestId?: string | null;
   readonly issuedAt?: Date;
   readonly expiresAt: Date;
+  /** The subject token's jti, for a token minted by token exchange. */
+  readonly parentJti?: string | null;
 }
 
 /** The row an issuance becomes (also written in batches by the journal writer). */
@@ -29,6 +31,7 @@ export function issuanceRow(input: NewTokenIssuance): Prisma.TokenIssuanceCreate
     requestId: input.requestId ?? null,
     ...(input.issuedAt === undefined ? {} : { issuedAt: input.issuedAt }),
     expiresAt: input.expiresAt,
+    parentJti: input.parentJti ?? null,
   };
 }
 

@@ -98,7 +98,13 @@ describe('broker HTTP surface', () => {
       expect([route.path, op === undefined]).toEqual([route.path, false]);
       const statuses = Object.keys(op?.responses ?? {});
       for (const code of route.errors) expect(statuses).toContain(String(ERROR_TABLE[code].status));
-      expect(statuses).toContain(route.response === undefined ? '204' : '200');
+      const success =
+        route.produces !== undefined
+          ? '200'
+          : route.response === undefined
+            ? '204'
+            : String(route.status ?? 200);
+      expect(statuses).toContain(success);
       expect([route.path, op?.requestBody !== undefined]).toEqual([route.path, route.body !== undefined]);
     }
     // What the broker answers on an error has the documented shape.

@@ -100,6 +100,22 @@ export function runProviderContract(label: string, open: () => Promise<ContractS
       await expectSbxError(provider.stop(spec.sandboxId), 'SANDBOX_NOT_FOUND');
     });
 
+    it('revokes and rotates the key of a sandbox, running or stopped; a missing one is not found', async () => {
+      const spec = contractSpec();
+      await provider.create(spec);
+      const expiresAt = new Date(Date.now() + 60_000);
+      await provider.revoke(spec.sandboxId, { jtis: [{ jti: 'tok_contract', expiresAt }] });
+      await provider.rotateKey(spec.sandboxId, SigningKey.generate());
+      await provider.revoke(spec.sandboxId, { jtis: [], notBefore: new Date() });
+      // The provider's own health probe follows the new key.
+      expect(await provider.status(spec.sandboxId)).toBe('running');
+      await provider.stop(spec.sandboxId);
+      await provider.revoke(spec.sandboxId, { jtis: [{ jti: 'tok_stopped', expiresAt }] });
+      await provider.destroy(spec.sandboxId);
+      await expectSbxError(provider.revoke(spec.sandboxId, { jtis: [] }), 'SANDBOX_NOT_FOUND');
+      await expectSbxError(provider.rotateKey(spec.sandboxId, SigningKey.generate()), 'SANDBOX_NOT_FOUND');
+    });
+
     it('runs operations on one sandbox in order: a destroy issued during create wins', async () => {
       const spec = contractSpec();
       const created = provider.create(spec);

@@ -26,6 +26,8 @@ function textOf(data: RawData): string {
 export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
   #phase: Phase = 'awaiting_auth';
   #capability: VerifiedCapability | undefined;
+  /** The token `#capability` came from, re-checked when the revocation list changes. */
+  #token: string | undefined;
   #handler: EndpointHandler<E> | undefined;
   #authTimer: NodeJS.Timeout | undefined;
   #expiryTimer: NodeJS.Timeout | undefined;
@@ -92,6 +94,17 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
     this.socket.close(code, closeReason(reason));
+  }
+
+  /** Called by the hub after a revocation: a socket whose token no longer passes closes 1008. */
+  recheck(): void {
+    if (this.#phase !== 'open' || this.#token === undefined) return;
+    try {
+      this.#verify(this.#token);
+    } catch (err) {
+      const error = SbxError.from(err);
+      this.#reject(WS_CLOSE_CODES.POLICY_VIOLATION, error.message, error);
+    }
   }
 
   /** Called by the hub's keep-alive sweep: a peer silent since the last sweep is dropped. */
@@ -194,24 +207,25 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
       expires_at: toTimestamp(capability.expiresAt),
       ...(capability.claims.session_id === undefined ? {} : { session_id: capability.claims.session_id }),
     });
-    this.#accept(capability);
+    this.#accept(capability, token);
   }
 
   #authenticateFromQuery(): void {
     try {
       const token = this.url.searchParams.get('token');
       if (token === null || token === '') throw new TokenError('missing', 'no token was presented');
-      this.#accept(this.#verify(token));
+      this.#accept(this.#verify(token), token);
     } catch (err) {
       this.close(WS_CLOSE_CODES.POLICY_VIOLATION, legacyRejection(err));
     }
   }
 
   /** First authentication opens the endpoint; a later one extends the connection's life. */
-  #accept(capability: VerifiedCapability): void {
+  #accept(capability: VerifiedCapability, token: string): void {
     clearTimeout(this.#authTimer);
     clearTimeout(this.#expiryTimer);
     this.#capability = capability;
+    this.#token = token;
     const remaining = Math.max(0, capability.expiresAt.getTime() - this.options.now());
     this.#expiryTimer = setTimeout(
       () => this.#reject(WS_CLOSE_CODES.TOKEN_EXPIRED, 'token expired'),

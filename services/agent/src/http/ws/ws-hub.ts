@@ -53,6 +53,11 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
     });
   });
 
+  // A revocation (or a rotation for a leak) re-checks every open socket's token at once.
+  const unsubscribe = options.authenticator.onRevocation?.(() => {
+    for (const connection of live) connection.recheck();
+  });
+
   const keepAlive = setInterval(() => {
     for (const connection of live) connection.checkAlive();
   }, options.keepAliveMs ?? 30_000);
@@ -64,6 +69,7 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
     },
     close() {
       clearInterval(keepAlive);
+      unsubscribe?.();
       for (const connection of live) connection.close(GOING_AWAY, 'agent shutting down');
       // A peer that never answers the close handshake must not hold the shutdown hostage.
       const stragglers = setTimeout(() => {

@@ -16,6 +16,7 @@ export const AUDIT_ACTIONS = [
   'session.heartbeat',
   'session.release',
   'token.issue',
+  'token.revoke',
   'sandbox.provisioning',
   'sandbox.active',
   'sandbox.resumed',

@@ -31,7 +31,8 @@ export interface Principal {
   readonly scopes: ReadonlySet<CallerScope>;
   /** The OAuth client the token was issued to; API keys have none. */
   readonly clientId?: string | undefined;
-  readonly via: 'api_key' | 'oidc';
+  /** capability_token: the holder of a capability token (token exchange, docs/protocol.md#token-exchange). */
+  readonly via: 'api_key' | 'oidc' | 'capability_token';
   /** The API key's id (api_key) or the token's `jti` (oidc), for audit. */
   readonly keyId?: string | undefined;
   readonly jti?: string | undefined;

@@ -22,7 +22,7 @@ import type { IssuedToken, SessionTokens } from './session-tokens.js';
 
 export type SessionRepositories = Pick<
   Repositories,
-  'sandboxes' | 'bindings' | 'tokens' | 'policies' | 'sessionTransactions' | 'journal'
+  'sandboxes' | 'bindings' | 'tokens' | 'policies' | 'sessionTransactions' | 'journal' | 'revocations'
 >;
 
 export interface SessionSettings {

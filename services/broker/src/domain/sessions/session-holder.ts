@@ -10,6 +10,7 @@ import {
 } from '@sbx/protocol';
 import type { SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { AuditContext } from '../audit/audit-trail.js';
+import { revokeSessionTokens } from '../revocation/revocations.js';
 import { requireHolderScope } from './actor-resolution.js';
 import { auditSandbox } from './sandbox-audit.js';
 import { locateBinding, locatorSubject, type BindingLocator } from './binding-locator.js';
@@ -166,7 +167,16 @@ export function releaseSession(
     );
     if (outcome === null) throw new SbxError('INTERNAL', `binding ${binding.id} vanished during release`);
     subject.detail = { released_now: outcome.releasedNow, sandbox_terminated: outcome.terminated !== null };
-    if (outcome.terminated === null) return;
+    if (outcome.terminated === null) {
+      // The sandbox lives on for others: this binding's tokens must stop working now, not at exp.
+      // Also on a repeated release, so a release whose revocation failed can simply be retried.
+      const revoked = await revokeSessionTokens(
+        { store: core.repositories.revocations, provider: core.provider, now: core.now },
+        binding.id,
+      );
+      subject.detail = { ...subject.detail, revoked_tokens: revoked };
+      return;
+    }
     await auditSandbox(core.audit, 'sandbox.terminated', 'ok', context, outcome.terminated, {
       reason: 'last_binding_released',
     });

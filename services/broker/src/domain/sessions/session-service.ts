@@ -7,6 +7,7 @@ import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import type { KeyVault } from '../keys/key-vault.js';
+import { Revocations } from '../revocation/revocations.js';
 import type { BindingLocator } from './binding-locator.js';
 import { negotiate, type NegotiationOptions } from './negotiation.js';
 import { SandboxLifecycle } from './sandbox-lifecycle.js';
@@ -56,6 +57,8 @@ export interface SessionService {
   ): Promise<SessionWithToken>;
   heartbeat(context: AuditContext, locator: BindingLocator): Promise<Heartbeat>;
   release(context: AuditContext, locator: BindingLocator): Promise<void>;
+  /** `POST /admin/revocations`: one token, a binding's tokens, or a sandbox's key. */
+  readonly revocations: Revocations;
 }
 
 export function createSessionService(deps: SessionServiceDeps): SessionService {
@@ -99,6 +102,13 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     refresh: (context, locator, options) => refreshSession(core, context, locator, options),
     heartbeat: (context, locator) => heartbeatSession(core, context, locator),
     release: (context, locator) => releaseSession(core, context, locator),
+    revocations: new Revocations({
+      store: repositories.revocations,
+      provider,
+      vault,
+      audit,
+      now,
+    }),
   };
   return Object.freeze(service);
 }

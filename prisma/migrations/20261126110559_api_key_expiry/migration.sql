@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "api_keys" ADD COLUMN     "expires_at" TIMESTAMPTZ(3);

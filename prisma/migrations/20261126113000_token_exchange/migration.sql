@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "token_issuances" ADD COLUMN     "parent_jti" TEXT;

@@ -1,0 +1,84 @@
+// The subject of a token exchange: a capability token of some sandbox,
+// verified with that sandbox's own key as the agent would. Its unverified
+// `session_id` and `aud` only pick the rows to look at; a token whose claims
+// point at another sandbox fails that sandbox's signature check. Every
+// refusal is `invalid_request`, as RFC 8693 §2.2.2 requires for a subject
+// token that is invalid or unacceptable, with the same vague description for
+// "no such session" and "bad signature" so ids cannot be probed.
+import { isTerminalState, MAX_REQUESTED_TTL_SECONDS } from '@sbx/protocol';
+import {
+  createVerifier,
+  parseCompactToken,
+  TokenError,
+  unixSeconds,
+  type VerifiedCapability,
+} from '@sbx/tokens';
+import type { SandboxRecord, SessionBindingRecord, TenantScope } from '../../store/index.js';
+import type { KeyVault } from '../keys/key-vault.js';
+import { OAuthError } from './oauth-error.js';
+
+export interface ExchangeSubjectDeps {
+  readonly bindings: { findByIdAnyOwner(id: string): Promise<SessionBindingRecord | null> };
+  readonly sandboxes: { findById(id: string, scope: TenantScope): Promise<SandboxRecord | null> };
+  readonly vault: KeyVault;
+  readonly issuer: string;
+  readonly now: () => number;
+}
+
+export interface ExchangeSubject {
+  readonly verified: VerifiedCapability;
+  readonly sandbox: SandboxRecord;
+  readonly binding: SessionBindingRecord;
+  /** Whole seconds the subject token still lives; at least 1. */
+  readonly remainingSeconds: number;
+}
+
+const NOT_VALID = 'subject_token is not a valid capability token';
+
+function refuse(description: string = NOT_VALID, cause?: unknown): OAuthError {
+  return new OAuthError('invalid_request', description, { cause });
+}
+
+export async function resolveExchangeSubject(
+  deps: ExchangeSubjectDeps,
+  token: string,
+): Promise<ExchangeSubject> {
+  let payload: Record<string, unknown>;
+  try {
+    payload = parseCompactToken(token);
+  } catch (err) {
+    throw refuse(`${NOT_VALID} (${err instanceof TokenError ? err.reason : 'malformed'})`, err);
+  }
+  const sessionId = payload['session_id'];
+  const aud = payload['aud'];
+  if (typeof sessionId !== 'string' || typeof aud !== 'string') throw refuse();
+  const binding = await deps.bindings.findByIdAnyOwner(sessionId);
+  if (binding === null || binding.sandboxId !== aud) throw refuse();
+  const sandbox = await deps.sandboxes.findById(aud, { tenantId: binding.tenantId });
+  if (sandbox === null) throw refuse();
+  const verified = verifySubject(deps, sandbox, token);
+  // Only now are the claims trusted; a released session or an ended sandbox mints nothing more.
+  if (binding.live !== true) throw refuse('subject_token belongs to a released session');
+  if (isTerminalState(sandbox.state)) throw refuse('subject_token belongs to an ended sandbox');
+  // The verifier forgives clock skew; an exchange never extends a token past its exp.
+  const remainingSeconds = verified.claims.exp - unixSeconds(deps.now);
+  if (remainingSeconds < 1) throw refuse('subject_token has expired');
+  return { verified, sandbox, binding, remainingSeconds };
+}
+
+function verifySubject(deps: ExchangeSubjectDeps, sandbox: SandboxRecord, token: string): VerifiedCapability {
+  const verifier = createVerifier({
+    keys: deps.vault.openSigningKey(sandbox.id, sandbox.signingKeyCipher),
+    issuer: deps.issuer,
+    audience: sandbox.id,
+    maxTtlSeconds: MAX_REQUESTED_TTL_SECONDS,
+    now: deps.now,
+  });
+  try {
+    return verifier.verify(token);
+  } catch (err) {
+    if (!(err instanceof TokenError)) throw err;
+    // After the signature: only a genuine token learns that it expired.
+    throw refuse(err.reason === 'expired' ? 'subject_token has expired' : NOT_VALID, err);
+  }
+}

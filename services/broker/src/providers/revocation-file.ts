@@ -1,0 +1,65 @@
+// The files a local agent watches for revocation (docs/security.md#revocation), next to its
+// key: `agent.key` and `revocations.json`, each replaced by write-aside and rename so the
+// agent never reads half a file.
+import { randomBytes } from 'node:crypto';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import type { SigningKey } from '@sbx/tokens';
+import type { Revocation } from './provider.js';
+
+export const REVOCATION_FILE = 'revocations.json';
+
+const RevocationFile = z.object({
+  version: z.literal(1),
+  not_before: z.number().int().nonnegative().optional(),
+  /** jti → its token's exp (Unix seconds). */
+  jtis: z.record(z.string(), z.number()),
+});
+type RevocationFile = z.infer<typeof RevocationFile>;
+
+async function replaceFile(file: string, text: string): Promise<void> {
+  const scratch = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}`);
+  try {
+    await writeFile(scratch, text, { mode: 0o600, flag: 'wx' });
+    await rename(scratch, file);
+  } catch (err) {
+    await rm(scratch, { force: true });
+    throw err;
+  }
+}
+
+async function readList(file: string): Promise<RevocationFile> {
+  const text = await readFile(file, 'utf8').catch((err: unknown) => {
+    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (text === undefined) return { version: 1, jtis: {} };
+  return RevocationFile.parse(JSON.parse(text));
+}
+
+/**
+ * Merges `revocation` into the list in `stateDir`: entries whose token has expired are
+ * dropped (the list stays as small as the tokens still alive), `not_before` only moves forward.
+ */
+export async function addRevocations(stateDir: string, revocation: Revocation, nowMs: number): Promise<void> {
+  const file = path.join(stateDir, REVOCATION_FILE);
+  const current = await readList(file);
+  const nowSeconds = Math.floor(nowMs / 1000);
+  const jtis: Record<string, number> = {};
+  for (const [jti, exp] of Object.entries(current.jtis)) if (exp >= nowSeconds) jtis[jti] = exp;
+  for (const entry of revocation.jtis) {
+    const exp = Math.ceil(entry.expiresAt.getTime() / 1000);
+    if (exp >= nowSeconds) jtis[entry.jti] = exp;
+  }
+  const requested =
+    revocation.notBefore === undefined ? 0 : Math.floor(revocation.notBefore.getTime() / 1000);
+  const notBefore = Math.max(current.not_before ?? 0, requested);
+  const next: RevocationFile = { version: 1, ...(notBefore === 0 ? {} : { not_before: notBefore }), jtis };
+  await replaceFile(file, JSON.stringify(next));
+}
+
+/** Replaces the key file the agent reads (0600, like the first one). */
+export async function replaceKeyFile(keyFile: string, key: SigningKey): Promise<void> {
+  await replaceFile(keyFile, key.toBase64url());
+}
