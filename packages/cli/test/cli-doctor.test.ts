@@ -148,7 +148,7 @@ describe('sbx doctor against a broken deployment', () => {
         expect(text.stdout).toMatch(/^ {2}skip {2}release +no session to release$/m);
         expect(text.stdout).toMatch(/^FAILED: 1 ok, 1 failed, 7 skipped/m);
         expect(text.stderr).toMatch(
-          /^sbx: doctor: broker failed: cannot reach the broker at http:\/\/127\.0\.0\.1:\d+\/healthz/,
+          /^sbx: doctor: broker failed: cannot reach the broker at http:\/\/127\.0\.0\.1:\d+\/readyz/,
         );
         expect(text.stderr.trimEnd().split('\n')).toHaveLength(1);
 

@@ -18,6 +18,8 @@ const TENANT_FIELDS = {
   sandbox_enabled: z.boolean(),
   environment: NetworkEnvironment,
   max_sandboxes: Count,
+  /** null: no per-owner cap inside the tenant. */
+  max_sandboxes_per_owner: Count.nullable(),
   idle_timeout_seconds: Seconds,
   hard_ttl_seconds: Seconds,
   max_token_ttl_seconds: Seconds,

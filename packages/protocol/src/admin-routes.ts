@@ -13,6 +13,7 @@ import {
   AdminSessionQuery,
 } from './admin.js';
 import { ADMIN_CONFIG_ROUTES, ADMIN_ERRORS } from './admin-config-routes.js';
+import { ADMIN_USAGE_ROUTES } from './admin-usage.js';
 import type { RouteSpec } from './routes.js';
 
 const NoParams = z.strictObject({});
@@ -66,7 +67,8 @@ const ADMIN_SANDBOX_ROUTES = {
   },
 } as const satisfies Record<string, RouteSpec>;
 
-export const ADMIN_ROUTES = { ...ADMIN_SANDBOX_ROUTES, ...ADMIN_CONFIG_ROUTES } as const satisfies Record<
-  string,
-  RouteSpec
->;
+export const ADMIN_ROUTES = {
+  ...ADMIN_SANDBOX_ROUTES,
+  ...ADMIN_CONFIG_ROUTES,
+  ...ADMIN_USAGE_ROUTES,
+} as const satisfies Record<string, RouteSpec>;

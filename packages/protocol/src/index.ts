@@ -17,6 +17,7 @@ export * from './oauth.js';
 export * from './admin.js';
 export * from './admin-policy.js';
 export * from './admin-routes.js';
+export * from './admin-usage.js';
 export * from './dataplane-files.js';
 export * from './dataplane-exec.js';
 export * from './openapi.js';

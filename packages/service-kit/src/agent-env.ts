@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { envBoolean, envKeyMaterial, envLogLevel, envPort, type EnvRule } from './env.js';
+import { envOriginList } from './hardening.js';
 
 /**
  * The agent's environment contract, in one place for both sides: the agent parses its
@@ -25,7 +26,13 @@ export const AgentEnv = z.object({
   PORT: envPort(8080),
   LOG_LEVEL: envLogLevel,
   WS_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  // Hardening (docs/security.md, "Hardening"): WebSockets still authenticating, and browser origins.
+  WS_MAX_UNAUTHENTICATED: z.coerce.number().int().min(1).max(100_000).default(256),
+  CORS_ALLOWED_ORIGINS: envOriginList,
+  HSTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(63_072_000).default(0),
   AGENT_LEGACY_ENDPOINTS: envBoolean(false),
+  // The operator's bearer for GET /metrics (capability tokens of the sandbox work too).
+  AGENT_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   AGENT_LAUNCHER: z.enum(['direct', 'bubblewrap']).default('direct'),
   AGENT_BWRAP_PATH: z.string().default('/usr/bin/bwrap'),
   AGENT_NETWORK: envBoolean(true),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from 'pino';
+import { runWithRequestId } from './request-context.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -16,7 +17,16 @@ export const assignRequestId: RequestHandler = (req, res, next) => {
   const id = given !== undefined && REQUEST_ID.test(given) ? given : `req_${randomUUID()}`;
   res.locals['requestId'] = id;
   res.setHeader('X-Request-Id', id);
-  next();
+  // Log lines written while serving the request carry its id (createLogger's mixin).
+  runWithRequestId(id, next);
+};
+
+/**
+ * Re-enters the request's log context, for a chain resumed from a callback outside it
+ * (express.json on Node 20 keeps it; a parser that did not would lose it). After assignRequestId.
+ */
+export const requestContext: RequestHandler = (_req, res, next) => {
+  runWithRequestId(requestIdOf(res), next);
 };
 
 /** Writes an error in the protocol's envelope, with the headers its code calls for. */
@@ -66,7 +76,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const error = toSbxError(err);
     if (error.code === 'INTERNAL') {
       logger.error(
-        { err: error.cause ?? error, requestId: requestIdOf(res), route: req.path },
+        { err: error.cause ?? error, request_id: requestIdOf(res), route: req.path },
         'internal error',
       );
     }

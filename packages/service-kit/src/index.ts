@@ -6,3 +6,5 @@ export * from './bubblewrap.js';
 export * from './sandbox-namespace.js';
 export * from './inherited-descriptors.js';
 export * from './agent-env.js';
+export * from './hardening.js';
+export * from './request-context.js';

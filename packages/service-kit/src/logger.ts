@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { REDACTED, scrubText, scrubValue } from './redact.js';
+import { currentRequestId } from './request-context.js';
 
 export type { DestinationStream, Logger } from 'pino';
 
@@ -32,6 +33,11 @@ export function createLogger(config: LoggerConfig): Logger {
       censor: REDACTED,
     },
     serializers: { err: scrubError, error: scrubError },
+    // Every line written while a request is served names it (request-context.ts).
+    mixin: () => {
+      const id = currentRequestId();
+      return id === undefined ? {} : { request_id: id };
+    },
     hooks: {
       logMethod(args, method) {
         // pino's first argument is a merging object or the message; either may carry a token.

@@ -3,6 +3,7 @@ import type { Logger } from '@sbx/service-kit';
 import type { Launcher } from './adapters/launcher.js';
 import type { PathGuard } from './domain/files/path-guard.js';
 import type { KeySource } from './adapters/key-source.js';
+import type { AgentMetrics } from './domain/metrics/agent-metrics.js';
 import type { Authenticator } from './http/authenticator.js';
 import type { WsRoute } from './http/ws/ws-session.js';
 
@@ -19,6 +20,10 @@ export interface AgentContext {
   readonly launcher: Launcher;
   readonly keys: KeySource;
   readonly authenticator: Authenticator;
+  /** Counters and GET /metrics; absent: no /metrics (docs/operations.md). */
+  readonly metrics?: AgentMetrics | undefined;
+  /** AGENT_METRICS_TOKEN: the operator's bearer for /metrics, besides capability tokens. */
+  readonly metricsToken?: string | undefined;
 }
 
 /** A slice of the agent (files, exec, shells …): its routes, sockets, counters and shutdown. */

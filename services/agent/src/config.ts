@@ -19,7 +19,15 @@ export interface AgentConfig {
   readonly port: number;
   readonly logLevel: string;
   readonly wsAuthTimeoutMs: number;
+  /** WebSockets past this many still awaiting `auth` are closed 1013 at once. */
+  readonly wsMaxUnauthenticated: number;
+  /** Browser origins allowed CORS and WebSocket upgrades; a request without Origin is not a browser's. */
+  readonly allowedOrigins: readonly string[];
+  /** 0: no Strict-Transport-Security. */
+  readonly hstsMaxAgeSeconds: number;
   readonly legacyEndpoints: boolean;
+  /** AGENT_METRICS_TOKEN: the operator's bearer for /metrics (absent: capability tokens only). */
+  readonly metricsToken?: string | undefined;
   readonly launcher:
     | { readonly kind: 'direct'; readonly runAs?: RunAs }
     | {
@@ -89,7 +97,11 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
     port: parsed.PORT,
     logLevel: parsed.LOG_LEVEL,
     wsAuthTimeoutMs: parsed.WS_AUTH_TIMEOUT_MS,
+    wsMaxUnauthenticated: parsed.WS_MAX_UNAUTHENTICATED,
+    allowedOrigins: parsed.CORS_ALLOWED_ORIGINS,
+    hstsMaxAgeSeconds: parsed.HSTS_MAX_AGE_SECONDS,
     legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
+    metricsToken: parsed.AGENT_METRICS_TOKEN,
     launcher: launcherOf(parsed),
     cgroups: pathList(parsed.AGENT_CGROUPS),
     files: { maxUploadBytes: parsed.AGENT_FILES_MAX_UPLOAD_BYTES },

@@ -14,6 +14,7 @@ import { joinCgroups } from './adapters/cgroup-join.js';
 import { emptyRevocationList, fileRevocationList, type RevocationList } from './adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
+import { createPromAgentMetrics } from './adapters/prom-agent-metrics.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
 import { PathGuard } from './domain/files/path-guard.js';
@@ -105,6 +106,7 @@ async function main(): Promise<void> {
   const keys = keySourceFor(config);
   const workspaceRoot = realpathSync(config.workspaceRoot);
   const setup = await launchSetup(config, workspaceRoot);
+  const metrics = createPromAgentMetrics(); // its own Registry, never prom-client's default
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
     // Confined processes see the workspace at SANDBOX_WORKSPACE; unconfined ones at its host path.
@@ -123,7 +125,10 @@ async function main(): Promise<void> {
       maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
       now,
       revocations: revocationsFor(config, logger),
+      metrics,
     }),
+    metrics,
+    metricsToken: config.metricsToken,
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
   logger.info(

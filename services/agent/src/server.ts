@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { applyServerLimits, DEFAULT_SERVER_LIMITS, MAX_HEADER_BYTES } from '@sbx/service-kit';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { createAgentApp } from './http/app.js';
 import { attachWebSockets, type WsHub } from './http/ws/ws-hub.js';
@@ -8,7 +9,16 @@ export interface AgentServerOptions {
   readonly host: string;
   readonly port: number;
   readonly wsAuthTimeoutMs: number;
+  /** Default 256 (ws-hub.ts). */
+  readonly wsMaxUnauthenticated?: number;
+  /** Browser origins allowed CORS and WebSocket upgrades (default none). */
+  readonly allowedOrigins?: readonly string[];
+  /** 0 or absent: no Strict-Transport-Security. */
+  readonly hstsMaxAgeSeconds?: number;
 }
+
+/** Uploads may be large: a whole request may take an hour; its head must still come within 20 s. */
+const AGENT_SERVER_LIMITS = { ...DEFAULT_SERVER_LIMITS, requestTimeoutMs: 3_600_000 };
 
 export interface RunningAgent {
   readonly server: Server;
@@ -32,14 +42,20 @@ export async function startAgentServer(
   features: readonly AgentFeature[],
   options: AgentServerOptions,
 ): Promise<RunningAgent> {
-  const app = createAgentApp(ctx, features, ctx.now());
-  const server = createServer(app);
+  const app = createAgentApp(ctx, features, ctx.now(), {
+    allowedOrigins: options.allowedOrigins ?? [],
+    hstsMaxAgeSeconds: options.hstsMaxAgeSeconds,
+  });
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, app);
+  applyServerLimits(server, AGENT_SERVER_LIMITS);
   const routes = features.flatMap((feature) => feature.wsRoutes ?? []);
   const hub = attachWebSockets(server, routes, {
     authenticator: ctx.authenticator,
     logger: ctx.logger,
     now: ctx.now,
     authTimeoutMs: options.wsAuthTimeoutMs,
+    maxUnauthenticated: options.wsMaxUnauthenticated,
+    allowedOrigins: options.allowedOrigins ?? [],
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -82,6 +82,7 @@ export async function openBrokerAdapters(
     logger,
     isolation: config.localIsolation,
     onAgentExit: agentExits.listener,
+    agentAllowedOrigins: config.http?.corsAllowedOrigins,
   });
   const oidc =
     config.oidc === undefined

@@ -10,15 +10,19 @@ import { KeyVault } from './domain/keys/key-vault.js';
 import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
 import type { LeaseReaper } from './domain/lifecycle/lease-reaper.js';
 import { reconcileAtStartup } from './domain/lifecycle/startup-reconcile.js';
+import type { AuthFailureLimits } from './domain/rate-limit/auth-failure-limiter.js';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from './domain/rate-limit/rate-limiter.js';
 import type { SessionSettings } from './domain/sessions/session-core.js';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.js';
 import { createApp } from './http/app.js';
+import type { BrokerHttpHardening } from './config.js';
 import type { SandboxProvider } from './providers/provider.js';
 import { createRepositories, type Repositories } from './store/index.js';
 import { ReaperRepository } from './store/reaper-repository.js';
 import type { BrokerAdapters } from './broker-adapters.js';
 import { startBrokerLoops } from './broker-loops.js';
+import { brokerObservability } from './broker-observability.js';
+import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.js';
 import { brokerRoutes } from './broker-routes.js';
 import { BROKER_VERSION } from './version.js';
 
@@ -27,6 +31,10 @@ export interface BrokerSettings {
   readonly sessions?: Partial<SessionSettings> | undefined;
   /** Default DEFAULT_RATE_LIMITS. */
   readonly rateLimits?: RateLimits | undefined;
+  /** Failed authentications per client address (default DEFAULT_AUTH_FAILURE_LIMITS). */
+  readonly authFailures?: AuthFailureLimits | undefined;
+  /** CORS allowlist, HSTS, trust proxy (default: none, none, off). */
+  readonly http?: BrokerHttpHardening | undefined;
   readonly idempotency?: Partial<IdempotencySettings> | undefined;
   /** BROKER_BOOTSTRAP_API_KEY: imported (hashed) before the first request. */
   readonly bootstrapApiKey?: string | undefined;
@@ -34,6 +42,8 @@ export interface BrokerSettings {
   readonly generatedAdminKeyDir?: string | undefined;
   /** Run the lease reaper and the idempotency purge (default true). */
   readonly loops?: boolean | undefined;
+  /** METRICS_TOKEN: /metrics then needs `Authorization: Bearer <token>` (docs/operations.md). */
+  readonly metricsToken?: string | undefined;
 }
 
 export interface Broker {
@@ -46,6 +56,8 @@ export interface Broker {
   readonly repositories: Repositories;
   readonly vault: KeyVault;
   readonly reaper: LeaseReaper;
+  /** This broker's metrics (its own prom-client Registry: `metrics.registry`). */
+  readonly metrics: PromBrokerMetrics;
   /** Stops the loops, then closes the provider, the coordination store and the database. */
   close(): Promise<void>;
 }
@@ -65,7 +77,8 @@ export async function assembleBroker(
   const reaperRepository = new ReaperRepository(database.prisma);
   const agentExit = createAgentExitHandler({ repository: reaperRepository, clock, logger });
   adapters.agentExits?.connect(agentExit.listener);
-  const audit = new AuditTrail(repositories.journal, logger);
+  const { metrics, probes } = brokerObservability(adapters);
+  const audit = new AuditTrail(repositories.journal, logger, metrics);
   const service = createSessionService({
     repositories,
     provider,
@@ -75,6 +88,7 @@ export async function assembleBroker(
     logger,
     now: clock,
     settings: settings.sessions,
+    metrics,
   });
   const routers = brokerRoutes({
     service,
@@ -84,9 +98,11 @@ export async function assembleBroker(
     coordination,
     oidc: adapters.oidc,
     rateLimits: settings.rateLimits ?? DEFAULT_RATE_LIMITS,
+    authFailures: settings.authFailures,
     idempotency: settings.idempotency,
     clock,
     logger,
+    metrics,
     admin: {
       prisma: database.prisma,
       provider,
@@ -116,6 +132,7 @@ export async function assembleBroker(
     logger,
     idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000,
     start: settings.loops ?? true,
+    metrics,
   });
 
   const app = createApp({
@@ -123,11 +140,11 @@ export async function assembleBroker(
     version: BROKER_VERSION,
     startedAt: clock(),
     now: clock,
-    probes: [
-      { name: 'database', check: () => database.ping() },
-      { name: 'coordination', check: async () => void (await coordination.get('health')) },
-    ],
+    probes,
+    metrics,
+    metricsToken: settings.metricsToken,
     routers,
+    http: settings.http,
   });
 
   let closing: Promise<void> | undefined;
@@ -151,6 +168,7 @@ export async function assembleBroker(
     repositories,
     vault,
     reaper,
+    metrics,
     close,
   };
 }

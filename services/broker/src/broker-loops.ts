@@ -2,7 +2,8 @@
 // purge of expired idempotency records.
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from './adapters/redis/coordination.js';
-import { createLeaseReaper, type LeaseReaper } from './domain/lifecycle/lease-reaper.js';
+import { createLeaseReaper, type LeaseReaper, type ReaperReport } from './domain/lifecycle/lease-reaper.js';
+import type { BrokerMetrics } from './domain/metrics/broker-metrics.js';
 import type { SandboxProvider } from './providers/provider.js';
 import type { Repositories } from './store/index.js';
 import type { ReaperRepository } from './store/reaper-repository.js';
@@ -20,6 +21,13 @@ export interface BrokerLoopsDeps {
   readonly idleTimeoutMs: number;
   /** False: the reaper is built but not started, and nothing is purged (tests that drive them). */
   readonly start: boolean;
+  /** Told what each round of the reaper loop did. */
+  readonly metrics?: Pick<BrokerMetrics, 'reaped'> | undefined;
+}
+
+function countRound(metrics: Pick<BrokerMetrics, 'reaped'>, report: ReaperReport): void {
+  for (const change of report.changes) metrics.reaped(change.to, change.reason, 'ok');
+  for (const failure of report.failures) metrics.reaped(failure.to, failure.reason, 'failed');
 }
 
 export interface BrokerLoops {
@@ -39,6 +47,7 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
     clock: deps.clock,
     logger,
     idleTimeoutMs: deps.idleTimeoutMs,
+    ...(deps.metrics === undefined ? {} : { onRound: countRound.bind(undefined, deps.metrics) }),
   });
   let purge: NodeJS.Timeout | undefined;
   if (deps.start) {

@@ -12,6 +12,12 @@ import {
   type IdempotencySettings,
 } from './domain/idempotency/idempotency-guard.js';
 import type { KeyVault } from './domain/keys/key-vault.js';
+import type { BrokerMetrics } from './domain/metrics/broker-metrics.js';
+import {
+  AuthFailureLimiter,
+  DEFAULT_AUTH_FAILURE_LIMITS,
+  type AuthFailureLimits,
+} from './domain/rate-limit/auth-failure-limiter.js';
 import { RateLimiter, type RateLimits } from './domain/rate-limit/rate-limiter.js';
 import type { SessionService } from './domain/sessions/session-service.js';
 import { adminRoutes, type AdminAssembly } from './http/admin/admin-routes.js';
@@ -30,24 +36,36 @@ export interface BrokerRoutesDeps {
   readonly coordination: Coordination;
   readonly oidc: OidcVerifier | undefined;
   readonly rateLimits: RateLimits;
+  /** Failed authentications per client address (default DEFAULT_AUTH_FAILURE_LIMITS). */
+  readonly authFailures?: AuthFailureLimits | undefined;
   readonly idempotency: Partial<IdempotencySettings> | undefined;
   readonly clock: () => number;
   readonly logger: Logger;
   /** Absent: no `/admin/*` operator API (docs/admin.md). */
   readonly admin?: AdminAssembly | undefined;
+  /** Rate-limit and authentication refusals. */
+  readonly metrics?: BrokerMetrics | undefined;
 }
 
 /** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`) and `/oauth/token`, in that order. */
 export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
   const { repositories, logger } = deps;
+  const authFailureLimiter = new AuthFailureLimiter(
+    deps.coordination,
+    deps.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS,
+    logger,
+    deps.clock,
+  );
   const http = {
     service: deps.service,
     audit: deps.audit,
     authenticate: authenticateCaller(
       createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc }),
       logger,
+      deps.metrics,
+      authFailureLimiter,
     ),
-    rateLimiter: new RateLimiter(deps.coordination, deps.rateLimits, logger),
+    rateLimiter: new RateLimiter(deps.coordination, deps.rateLimits, logger, deps.metrics),
     idempotency: new IdempotencyGuard(
       repositories.idempotency,
       deps.vault,
@@ -61,7 +79,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
     ...admin,
     sessionRoutes(http),
     threadRoutes(http),
-    tokenRoutes({ ...deps, rateLimiter: http.rateLimiter }),
+    tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
   ];
 }

@@ -31,6 +31,12 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
       },
       windowMs: 60_000,
     },
+    authFailures:
+      config.authFailuresPerMinute === undefined
+        ? undefined
+        : { maxFailures: config.authFailuresPerMinute, windowMs: 60_000 },
+    http: config.http,
+    metricsToken: config.metricsToken,
     bootstrapApiKey: config.bootstrapApiKey,
     // Embedded mode (no DATABASE_URL): the operator gets an admin key on the first start.
     generatedAdminKeyDir: config.databaseUrl === undefined ? config.dataDir : undefined,

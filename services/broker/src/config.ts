@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   envKeyMaterial,
   envLogLevel,
+  envOriginList,
   envPort,
   parseEnv,
   type EnvRule,
@@ -42,6 +43,16 @@ const BrokerEnv = z.object({
   HARD_TTL_SECONDS: z.coerce.number().int().min(60).default(28_800),
   LOG_LEVEL: envLogLevel,
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  // Guards GET /metrics when set (docs/operations.md); unset, /metrics is open.
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Hardening (docs/security.md, "Hardening").
+  CORS_ALLOWED_ORIGINS: envOriginList,
+  HSTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(63_072_000).default(0),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(false|true|\d{1,2}|[0-9a-fA-F.:/, ]+|loopback|linklocal|uniquelocal)$/)
+    .default('false'),
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
 });
 
 const brokerRules: readonly EnvRule[] = [
@@ -76,6 +87,27 @@ export interface BrokerConfig {
   readonly logLevel: string;
   /** Absent: pretty on a terminal, JSON otherwise (main.ts decides, it sees standard output). */
   readonly logFormat?: 'json' | 'pretty';
+  /** Absent: GET /metrics answers anyone who can reach the broker. */
+  readonly metricsToken?: string | undefined;
+  /** Absent (hand-built configurations): no CORS, no HSTS, trust proxy off. */
+  readonly http?: BrokerHttpHardening;
+  /** Failed authentications one client address may make per minute before 429 (absent: 20). */
+  readonly authFailuresPerMinute?: number;
+}
+
+/** CORS allowlist, HSTS and Express's `trust proxy` (docs/security.md, "Hardening"). */
+export interface BrokerHttpHardening {
+  readonly corsAllowedOrigins: readonly string[];
+  /** 0: no Strict-Transport-Security header (set it only when clients reach the broker over TLS). */
+  readonly hstsMaxAgeSeconds: number;
+  /** Express `trust proxy`: false (default), true, a hop count, or addresses/subnets. */
+  readonly trustProxy: boolean | number | string;
+}
+
+function trustProxyOf(value: string): boolean | number | string {
+  if (value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : value;
 }
 
 /** The broker's only reader of the environment. */
@@ -111,5 +143,12 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     hardTtlSeconds: e.HARD_TTL_SECONDS,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
+    metricsToken: e.METRICS_TOKEN,
+    http: {
+      corsAllowedOrigins: e.CORS_ALLOWED_ORIGINS,
+      hstsMaxAgeSeconds: e.HSTS_MAX_AGE_SECONDS,
+      trustProxy: trustProxyOf(e.TRUST_PROXY),
+    },
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
   };
 }

@@ -1,7 +1,9 @@
 import { createServer } from 'node:http';
 import {
+  applyServerLimits,
   ConfigError,
   createLogger,
+  MAX_HEADER_BYTES,
   prettyDestination,
   type DestinationStream,
   type Logger,
@@ -67,7 +69,8 @@ async function main(): Promise<void> {
     destination: await logDestination(config),
   });
   const system = await createBrokerSystem(config, logger, now);
-  const server = createServer(system.app);
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, system.app);
+  applyServerLimits(server);
   const host = hostFor(config, system, logger);
   const port = await listen(server, host, config.port);
   const url = config.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

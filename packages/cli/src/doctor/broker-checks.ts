@@ -12,11 +12,12 @@ export function checkLogin(ctx: CliContext): { login: LoggedIn; detail: string }
 }
 
 /**
- * `GET /healthz` (no credentials): the broker answers, and its own probes (database,
- * coordination) pass. A 503 names the probes that did not.
+ * `GET /readyz` (no credentials): the broker answers, and its own probes (database,
+ * coordination, migrations) pass. A 503 names the probes that did not. (`/healthz` is
+ * liveness only: it answers 200 whatever the dependencies do.)
  */
 export async function checkBrokerHealth(brokerUrl: string): Promise<string> {
-  const url = new URL('healthz', brokerUrl.endsWith('/') ? brokerUrl : `${brokerUrl}/`).toString();
+  const url = new URL('readyz', brokerUrl.endsWith('/') ? brokerUrl : `${brokerUrl}/`).toString();
   let response: Response;
   try {
     response = await fetch(url, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
@@ -37,8 +38,8 @@ export async function checkBrokerHealth(brokerUrl: string): Promise<string> {
     const which = failing.length > 0 ? `: ${failing.join(', ')} unavailable` : '';
     throw new SbxError('BACKEND_UNAVAILABLE', `the broker answered HTTP ${response.status}${which}`);
   }
-  const version = typeof health['version'] === 'string' ? `, version ${health['version']}` : '';
-  return `healthy${version}`;
+  const checks = isRecord(health['checks']) ? Object.keys(health['checks']) : [];
+  return checks.length > 0 ? `ready (${checks.join(', ')} ok)` : 'ready';
 }
 
 /** The key is accepted (the same probe `sbx whoami` uses). */

@@ -2,6 +2,7 @@ import { SbxError } from '@sbx/protocol';
 import { createVerifier, type CapabilityVerifier, type VerifiedCapability } from '@sbx/tokens';
 import type { KeySource } from '../adapters/key-source.js';
 import type { RevocationList } from '../adapters/revocation-list.js';
+import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
 
 export interface AuthenticatorOptions {
   readonly keys: KeySource;
@@ -13,6 +14,8 @@ export interface AuthenticatorOptions {
   readonly cacheSize?: number;
   /** Revoked jtis and the `not_before` of a sandbox-wide revocation; none when omitted. */
   readonly revocations?: RevocationList;
+  /** Told the reason of every refused token (HTTP and WebSocket alike). */
+  readonly metrics?: Pick<AgentMetrics, 'authFailed'> | undefined;
 }
 
 export interface Authenticator {
@@ -23,6 +26,13 @@ export interface Authenticator {
    * after the old key was retired): open WebSockets re-check their token then.
    */
   onRevocation?(listener: () => void): () => void;
+}
+
+/** The reason a credential was refused: a token's own (`expired`, `revoked` …), else its error code. */
+export function refusalReason(err: unknown): string {
+  const reason = err instanceof SbxError ? err.details?.['reason'] : undefined;
+  if (typeof reason === 'string') return reason;
+  return err instanceof SbxError ? err.code.toLowerCase() : 'error';
 }
 
 function revoked(): SbxError {
@@ -70,28 +80,37 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return capability;
   }
 
+  function verify(token: string): VerifiedCapability {
+    // First: a sandbox-wide revocation seen here retires the old key before it verifies anything.
+    revocations?.refresh();
+    const active = currentVerifier();
+    const hit = cache.get(token);
+    if (hit !== undefined) {
+      if (hit.expiresAt.getTime() > options.now()) return notRevoked(hit);
+      // Past exp the verifier decides again (it forgives bounded clock skew, the cache does not).
+      cache.delete(token);
+    }
+    const verified = active.verify(token);
+    if (cache.size >= limit) {
+      const oldest = cache.keys().next();
+      if (oldest.done !== true) cache.delete(oldest.value);
+    }
+    cache.set(token, verified);
+    return notRevoked(verified);
+  }
+
   return {
     onRevocation(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
     authenticate(token: string): VerifiedCapability {
-      // First: a sandbox-wide revocation seen here retires the old key before it verifies anything.
-      revocations?.refresh();
-      const active = currentVerifier();
-      const hit = cache.get(token);
-      if (hit !== undefined) {
-        if (hit.expiresAt.getTime() > options.now()) return notRevoked(hit);
-        // Past exp the verifier decides again (it forgives bounded clock skew, the cache does not).
-        cache.delete(token);
+      try {
+        return verify(token);
+      } catch (err) {
+        options.metrics?.authFailed(refusalReason(err));
+        throw err;
       }
-      const verified = active.verify(token);
-      if (cache.size >= limit) {
-        const oldest = cache.keys().next();
-        if (oldest.done !== true) cache.delete(oldest.value);
-      }
-      cache.set(token, verified);
-      return notRevoked(verified);
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { SbxError, type CapabilityScope } from '@sbx/protocol';
 import { requireScope, type VerifiedCapability } from '@sbx/tokens';
+import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
 import type { Authenticator } from './authenticator.js';
 
 // RFC 6750 §2.1 (and RFC 9110 §11.1): the scheme is case-insensitive and 1*SP follows it;
@@ -33,10 +34,23 @@ export function capabilityOf(res: Response): VerifiedCapability {
   return capability;
 }
 
-/** Authenticates the bearer token; the scope is checked per operation, not per HTTP method. */
-export function authenticate(auth: Authenticator): RequestHandler {
+/**
+ * Authenticates the bearer token; the scope is checked per operation, not per HTTP method.
+ * A missing or malformed header is counted here; refused tokens by the (counting) authenticator.
+ */
+export function authenticate(
+  auth: Authenticator,
+  metrics?: Pick<AgentMetrics, 'authFailed'>,
+): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    verifiedByResponse.set(res, auth.authenticate(bearerTokenOf(req)));
+    let token: string;
+    try {
+      token = bearerTokenOf(req);
+    } catch (err) {
+      metrics?.authFailed(req.get('authorization') === undefined ? 'missing' : 'malformed');
+      throw err;
+    }
+    verifiedByResponse.set(res, auth.authenticate(token));
     next();
   };
 }

@@ -9,7 +9,7 @@ import { authenticate, findCapability } from './capability.js';
  * token is refused rather than quietly answered as if none had been sent.
  */
 function optionalBearer(ctx: AgentContext): RequestHandler {
-  const bearer = authenticate(ctx.authenticator);
+  const bearer = authenticate(ctx.authenticator, ctx.metrics);
   return (req, res, next) => {
     if (req.get('authorization') === undefined) {
       next();

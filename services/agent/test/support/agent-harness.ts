@@ -11,7 +11,8 @@ import type { RevocationList } from '../../src/adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from '../../src/adapters/launcher.js';
 import { PathGuard } from '../../src/domain/files/path-guard.js';
 import { createAuthenticator } from '../../src/http/authenticator.js';
-import { startAgentServer, type RunningAgent } from '../../src/server.js';
+import { createPromAgentMetrics } from '../../src/adapters/prom-agent-metrics.js';
+import { startAgentServer, type AgentServerOptions, type RunningAgent } from '../../src/server.js';
 
 export const TEST_ISSUER = 'sbx-broker-test';
 
@@ -43,9 +44,13 @@ export interface TestAgentOptions {
   /** Run user processes in a real bubblewrap sandbox (as an unprivileged test user when root). */
   readonly confined?: { readonly network?: boolean; readonly hidePaths?: readonly string[] };
   readonly wsAuthTimeoutMs?: number;
+  /** Hardening options of the server (server.ts): unauthenticated WebSocket cap, origins, HSTS. */
+  readonly server?: Pick<AgentServerOptions, 'wsMaxUnauthenticated' | 'allowedOrigins' | 'hstsMaxAgeSeconds'>;
   readonly now?: () => number;
   /** The revocation list the authenticator consults (none by default). */
   readonly revocations?: RevocationList;
+  /** The operator's bearer for GET /metrics (AGENT_METRICS_TOKEN); none by default. */
+  readonly metricsToken?: string;
 }
 
 /**
@@ -68,6 +73,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
   const sandboxId = `sb_test_${path.basename(workspace).slice(-6)}`;
   const sandbox =
     options.confined === undefined ? undefined : await startTestSandbox(workspace, options.confined);
+  const metrics = createPromAgentMetrics();
   const ctx: AgentContext = {
     sandboxId,
     workspace: new PathGuard(workspace, sandbox === undefined ? workspace : SANDBOX_WORKSPACE),
@@ -82,12 +88,16 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
       maxTtlSeconds: 3600,
       now,
       ...(options.revocations === undefined ? {} : { revocations: options.revocations }),
+      metrics,
     }),
+    metrics,
+    metricsToken: options.metricsToken,
   };
   const running = await startAgentServer(ctx, options.features?.(ctx) ?? [], {
     host: '127.0.0.1',
     port: 0,
     wsAuthTimeoutMs: options.wsAuthTimeoutMs ?? 5000,
+    ...options.server,
   });
   const close = async (): Promise<void> => {
     await running.close();

@@ -1,30 +1,40 @@
 import express, { type Express, type Router } from 'express';
 import { buildOpenApiDocument } from '@sbx/protocol';
-import { assignRequestId, errorHandler, notFound, type Logger } from '@sbx/service-kit';
+import {
+  assignRequestId,
+  corsAllowlist,
+  errorHandler,
+  notFound,
+  requestContext,
+  securityHeaders,
+  type Logger,
+} from '@sbx/service-kit';
+import type { BrokerHttpHardening } from '../config.js';
+import {
+  metricsHandler,
+  observeRequests,
+  readinessHandler,
+  type HealthProbe,
+  type HttpMetrics,
+} from './observability.js';
 
-/** A named dependency the health endpoint probes (database, coordination, …). */
-export interface HealthProbe {
-  readonly name: string;
-  readonly check: () => Promise<void>;
-}
+export type { HealthProbe, HttpMetrics } from './observability.js';
 
 export interface BrokerAppDeps {
   readonly logger: Logger;
   readonly version: string;
   readonly startedAt: number;
   readonly now: () => number;
+  /** What /readyz checks (database, coordination, migrations); /healthz checks nothing. */
   readonly probes: readonly HealthProbe[];
+  /** Request histogram and `GET /metrics`; absent: neither. */
+  readonly metrics?: HttpMetrics | undefined;
+  /** METRICS_TOKEN: when set, /metrics answers only `Authorization: Bearer <token>`. */
+  readonly metricsToken?: string | undefined;
   /** The API's route families (sessions, threads …), mounted in order after /healthz. */
   readonly routers?: readonly Router[];
-}
-
-async function probe(p: HealthProbe): Promise<[string, string]> {
-  try {
-    await p.check();
-    return [p.name, 'ok'];
-  } catch {
-    return [p.name, 'unavailable'];
-  }
+  /** CORS allowlist, HSTS, trust proxy; absent: none, none, off. */
+  readonly http?: BrokerHttpHardening | undefined;
 }
 
 /** The broker's HTTP surface, built from its dependencies only (no globals, no environment). */
@@ -32,19 +42,24 @@ export function createApp(deps: BrokerAppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.set('trust proxy', deps.http?.trustProxy ?? false);
   app.use(assignRequestId);
+  app.use(observeRequests(deps.logger, deps.metrics));
+  app.use(securityHeaders({ hstsMaxAgeSeconds: deps.http?.hstsMaxAgeSeconds }));
+  app.use(corsAllowlist({ allowedOrigins: deps.http?.corsAllowedOrigins ?? [] }));
   app.use(express.json({ limit: '256kb' }));
+  app.use(requestContext);
 
-  app.get('/healthz', async (_req, res) => {
-    const checks = Object.fromEntries(await Promise.all(deps.probes.map(probe)));
-    const healthy = Object.values(checks).every((state) => state === 'ok');
-    res.status(healthy ? 200 : 503).json({
-      status: healthy ? 'ok' : 'degraded',
+  // Liveness: answers while the process serves; dependencies are /readyz's business.
+  app.get('/healthz', (_req, res) => {
+    res.set('Cache-Control', 'no-store').json({
+      status: 'ok',
       version: deps.version,
       uptime_seconds: Math.floor((deps.now() - deps.startedAt) / 1000),
-      checks,
     });
   });
+  app.get('/readyz', readinessHandler(deps.probes));
+  if (deps.metrics !== undefined) app.get('/metrics', metricsHandler(deps.metrics, deps.metricsToken));
 
   // Generated from the schemas the routes validate with; public, like the API's shape.
   const openApi = buildOpenApiDocument({ version: deps.version });

@@ -13,6 +13,8 @@ export interface AgentEnvironmentInput {
   /** The sandbox's cgroup directories, which the agent joins before it starts anything. */
   readonly cgroups: readonly string[];
   readonly logLevel: string;
+  /** Browser origins the agent allows (CORS and WebSocket upgrades); default none. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 /**
@@ -36,6 +38,9 @@ export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariable
       ? {}
       : { AGENT_RUN_AS_UID: String(record.hostUid), AGENT_RUN_AS_GID: String(record.hostUid) }),
     ...(input.cgroups.length === 0 ? {} : { AGENT_CGROUPS: input.cgroups.join(':') }),
+    ...(input.allowedOrigins === undefined || input.allowedOrigins.length === 0
+      ? {}
+      : { CORS_ALLOWED_ORIGINS: input.allowedOrigins.join(',') }),
   };
   if (input.isolation === 'none') return { ...base, AGENT_LAUNCHER: 'direct' };
   return {

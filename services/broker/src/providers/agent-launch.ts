@@ -31,6 +31,7 @@ export async function spawnSandboxAgent(
       hiddenPaths: settings.hiddenPaths,
       cgroups,
       logLevel: settings.agentLogLevel,
+      allowedOrigins: settings.agentAllowedOrigins,
     }),
     cwd: paths.stateDir,
     sandboxId: record.sandboxId,

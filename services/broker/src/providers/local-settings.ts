@@ -32,6 +32,8 @@ export interface LocalProviderOptions {
   /** Between SIGTERM and SIGKILL when stopping an agent (default 5 s). */
   readonly stopGraceMs?: number;
   readonly agentLogLevel?: string;
+  /** Browser origins the agents allow (CORS, WebSocket upgrades): the broker's CORS_ALLOWED_ORIGINS. */
+  readonly agentAllowedOrigins?: readonly string[];
   /** An agent that was running ended without being asked to (crash, OOM kill). */
   readonly onAgentExit?: AgentExitListener;
 }
@@ -57,6 +59,7 @@ export interface LocalSettings {
   readonly startTimeoutMs: number;
   readonly stopGraceMs: number;
   readonly agentLogLevel: string;
+  readonly agentAllowedOrigins: readonly string[];
   readonly onAgentExit: AgentExitListener | undefined;
 }
 
@@ -99,6 +102,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     startTimeoutMs: options.startTimeoutMs ?? 15_000,
     stopGraceMs: options.stopGraceMs ?? 5000,
     agentLogLevel: options.agentLogLevel ?? 'info',
+    agentAllowedOrigins: options.agentAllowedOrigins ?? [],
     onAgentExit: options.onAgentExit,
   };
 }

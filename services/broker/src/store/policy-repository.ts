@@ -30,6 +30,7 @@ export const DEFAULT_TENANT_POLICY: Readonly<Omit<TenantPolicyRecord, 'tenantId'
     environment: 'default_public' satisfies NetworkEnvironment,
     sandboxEnabled: true,
     maxSandboxes: 10,
+    maxSandboxesPerOwner: null,
     idleTimeoutSeconds: 900,
     hardTtlSeconds: 28800,
     maxTokenTtlSeconds: 900,

@@ -141,9 +141,11 @@ export class SandboxRepository {
    * provisioning, active or idle. Its quota counts these; a suspended one
    * holds only its workspace and counts again once resumed.
    */
-  countRunning(tenantId: string): Promise<number> {
+  countRunning(tenantId: string, ownerId?: string): Promise<number> {
     return guard('count sandboxes', () =>
-      this.prisma.sandbox.count({ where: { tenantId, live: true, state: { in: [...RUNNING_STATES] } } }),
+      this.prisma.sandbox.count({
+        where: { tenantId, ownerId, live: true, state: { in: [...RUNNING_STATES] } },
+      }),
     );
   }
 

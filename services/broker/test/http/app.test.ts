@@ -23,25 +23,25 @@ function appWith(probes: HealthProbe[], logLines: string[] = []) {
 }
 
 describe('broker HTTP surface', () => {
-  it('reports health with version, uptime and each probe', async () => {
-    const res = await request(appWith([{ name: 'database', check: async () => {} }])).get('/healthz');
+  it('reports liveness with version and uptime on /healthz, readiness with each probe on /readyz', async () => {
+    const app = appWith([{ name: 'database', check: async () => {} }]);
+    const res = await request(app).get('/healthz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      status: 'ok',
-      version: '9.9.9',
-      uptime_seconds: 11,
-      checks: { database: 'ok' },
-    });
+    expect(res.body).toEqual({ status: 'ok', version: '9.9.9', uptime_seconds: 11 });
+    const ready = await request(app).get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ok', checks: { database: 'ok' } });
   });
 
-  it('answers 503 when a dependency is down', async () => {
+  it('answers 503 on /readyz when a dependency is down, and stays alive on /healthz', async () => {
     const down: HealthProbe = {
       name: 'redis',
       check: () => Promise.reject(new Error('ECONNREFUSED')),
     };
-    const res = await request(appWith([down])).get('/healthz');
+    const res = await request(appWith([down])).get('/readyz');
     expect(res.status).toBe(503);
-    expect(res.body.checks).toEqual({ redis: 'unavailable' });
+    expect(res.body).toEqual({ status: 'unavailable', checks: { redis: 'unavailable' } });
+    expect((await request(appWith([down])).get('/healthz')).status).toBe(200);
   });
 
   it('answers unknown routes with the error envelope and the request id', async () => {

@@ -25,10 +25,10 @@ describeEachBackend('full session protocol', (backend) => {
     request(broker.url).post('/v1/sandbox/sessions').set(bearer(key)).send(body);
   const workspace = () => ({ type: 'workspace', id: `ws_${randomUUID()}` }) as const;
 
-  it('is served by the broker as it ships: /healthz, the OpenAPI document, the reaper', async () => {
-    const health = await request(broker.url).get('/healthz');
-    expect(health.status).toBe(200);
-    expect(health.body.checks).toEqual({ database: 'ok', coordination: 'ok' });
+  it('is served by the broker as it ships: /readyz, the OpenAPI document, the reaper', async () => {
+    const ready = await request(broker.url).get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks).toEqual({ database: 'ok', coordination: 'ok', migrations: 'ok' });
     expect((await request(broker.url).get('/v1/openapi.json')).body.paths).toHaveProperty(
       '/v1/sandbox/sessions',
     );

@@ -21,7 +21,7 @@ import { createLogger, type Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../src/adapters/redis/coordination.js';
 import { InProcessCoordination } from '../../src/adapters/redis/in-process-coordination.js';
 import type { AgentExitRelay } from '../../src/broker-adapters.js';
-import { assembleBroker, type Broker } from '../../src/broker-assembly.js';
+import { assembleBroker, type Broker, type BrokerSettings } from '../../src/broker-assembly.js';
 import type { OidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
 import type { IdempotencySettings } from '../../src/domain/idempotency/idempotency-guard.js';
 import type { KeyVault } from '../../src/domain/keys/key-vault.js';
@@ -47,6 +47,9 @@ export interface BrokerHarnessOptions<P extends SandboxProvider> {
   readonly settings?: Partial<SessionSettings>;
   /** Default DEFAULT_RATE_LIMITS. */
   readonly rateLimits?: RateLimits;
+  /** Failed authentications per client address, CORS, HSTS, trust proxy (BrokerSettings). */
+  readonly authFailures?: BrokerSettings['authFailures'];
+  readonly http?: BrokerSettings['http'];
   readonly idempotency?: Partial<IdempotencySettings>;
   /** Accept OIDC access tokens too (e.g. createOidcVerifier over test-oidc-issuer.ts). */
   readonly oidc?: OidcVerifier;
@@ -146,6 +149,8 @@ export async function startBrokerHarness<P extends SandboxProvider>(
       {
         sessions: options.settings,
         rateLimits: options.rateLimits,
+        authFailures: options.authFailures,
+        http: options.http,
         idempotency: options.idempotency,
         loops: options.loops,
       },

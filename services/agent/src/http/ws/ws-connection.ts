@@ -49,6 +49,11 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
     return this.socket.bufferedAmount;
   }
 
+  /** Not yet authenticated (the hub caps how many such sockets it holds). */
+  get awaitingAuth(): boolean {
+    return this.#phase === 'awaiting_auth';
+  }
+
   get isOpen(): boolean {
     return this.#phase === 'open' && this.socket.readyState === this.socket.OPEN;
   }

@@ -8,6 +8,7 @@ import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { NewAuditEvent } from '../../store/index.js';
 import type { Principal } from '../auth/principal.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 
 export const AUDIT_ACTIONS = [
   'session.negotiate',
@@ -59,6 +60,7 @@ export class AuditTrail {
   constructor(
     private readonly sink: AuditSink,
     private readonly logger: Logger,
+    private readonly metrics?: Pick<BrokerMetrics, 'audited'>,
   ) {}
 
   async record(
@@ -68,6 +70,7 @@ export class AuditTrail {
     subject: AuditSubject = {},
   ): Promise<void> {
     const event = toEvent(action, outcome, context, subject);
+    this.metrics?.audited(action, outcome);
     try {
       await this.sink.append(event);
     } catch (err) {

@@ -5,6 +5,7 @@
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 
 /** Negotiations may create sandboxes; the other session calls are cheap and frequent. */
 export type RateLimitBucket = 'negotiate' | 'session';
@@ -43,6 +44,7 @@ export class RateLimiter {
     private readonly coordination: Coordination,
     private readonly limits: RateLimits,
     private readonly logger: Logger,
+    private readonly metrics?: Pick<BrokerMetrics, 'rateLimited'>,
   ) {
     this.#windowMs = limits.windowMs ?? 60_000;
   }
@@ -60,6 +62,7 @@ export class RateLimiter {
       return { allowed: true };
     }
     if (window.count <= limit) return { allowed: true };
+    this.metrics?.rateLimited(bucket);
     const seconds = Math.round(this.#windowMs / 1000);
     const error = new SbxError('RATE_LIMITED', `rate limit of ${limit} requests per ${seconds} s exceeded`, {
       retryAfterSeconds: Math.max(1, Math.ceil(window.ttlMs / 1000)),

@@ -127,7 +127,7 @@ async function acquire(
     const existing = await sandboxes.findLiveByScope(scope);
     if (existing === null) {
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
-      await assertRoomForAgent(sandboxes, wanted.policy, scope.tenantId);
+      await assertRoomForAgent(sandboxes, wanted.policy, scope);
       const created = await core.lifecycle.create(context, scope, creatorBinding(wanted), wanted.policy);
       if (created !== null) return created;
       continue; // another request created it first: attach to theirs

@@ -25,6 +25,7 @@ import type {
 } from '../../store/index.js';
 import { outcomeOf, type AuditContext, type AuditTrail } from '../audit/audit-trail.js';
 import type { KeyVault } from '../keys/key-vault.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { auditSandbox } from './sandbox-audit.js';
 import type { SandboxLocks } from './sandbox-locks.js';
 import { resumeSandbox } from './sandbox-resume.js';
@@ -44,6 +45,8 @@ export interface SandboxLifecycleDeps {
   /** How long a request waits for someone else's sandbox to finish provisioning. */
   readonly provisioningWaitMs: number;
   readonly now: () => number;
+  /** Told how long each provider `create` took. */
+  readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
 }
 
 export type CreatorBinding = Omit<NewSessionBinding, 'sandboxId'>;
@@ -168,6 +171,8 @@ export class SandboxLifecycle {
     policy: EffectivePolicy,
   ): Promise<SandboxRecord> {
     let up;
+    const started = this.deps.now();
+    const took = () => (this.deps.now() - started) / 1000;
     try {
       up = await this.deps.provider.create({
         sandboxId: sandbox.id,
@@ -178,9 +183,11 @@ export class SandboxLifecycle {
         limits: policy.limits,
       });
     } catch (err) {
+      this.deps.metrics?.provisioned('failed', took());
       await this.#fail(context, sandbox, err);
       throw providerFailure(err);
     }
+    this.deps.metrics?.provisioned('ok', took());
     try {
       const active = await this.deps.sandboxes.transition(sandbox.id, 'active', {
         from: ['provisioning'],

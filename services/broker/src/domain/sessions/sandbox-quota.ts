@@ -3,19 +3,36 @@
 // suspended sandbox keeps only its workspace, so it does not count; resuming
 // it is checked like a creation, otherwise suspending and resuming in turn
 // would run any number of agents.
+//
+// `max_sandboxes_per_owner` (when set) bounds one owner's share of them, so a
+// single user cannot fill the tenant's quota and lock the others out. Neither
+// refusal names a live count: a caller learns its limit, not how busy the
+// tenant (or anyone else in it) is.
 import { SbxError } from '@sbx/protocol';
 import type { SandboxRepository } from '../../store/index.js';
 import type { EffectivePolicy } from './session-policy.js';
 
-/** FORBIDDEN when starting one more agent would reach past the tenant's limit. */
+export interface QuotaSubject {
+  readonly tenantId: string;
+  readonly ownerId: string;
+}
+
+/** FORBIDDEN when starting one more agent would reach past the owner's or the tenant's limit. */
 export async function assertRoomForAgent(
   sandboxes: Pick<SandboxRepository, 'countRunning'>,
-  policy: Pick<EffectivePolicy, 'maxSandboxes'>,
-  tenantId: string,
+  policy: Pick<EffectivePolicy, 'maxSandboxes' | 'maxSandboxesPerOwner'>,
+  subject: QuotaSubject,
 ): Promise<void> {
   // A soft limit: concurrent starts may overshoot it by a few, never by a lot.
-  const running = await sandboxes.countRunning(tenantId);
+  const perOwner = policy.maxSandboxesPerOwner;
+  if (perOwner !== null && perOwner !== undefined) {
+    const mine = await sandboxes.countRunning(subject.tenantId, subject.ownerId);
+    if (mine >= perOwner) {
+      throw new SbxError('FORBIDDEN', `the per-owner limit of ${perOwner} running sandboxes is reached`);
+    }
+  }
+  const running = await sandboxes.countRunning(subject.tenantId);
   if (running >= policy.maxSandboxes) {
-    throw new SbxError('FORBIDDEN', `this tenant already has ${running} running sandboxes, its limit`);
+    throw new SbxError('FORBIDDEN', "the tenant's limit of running sandboxes is reached");
   }
 }

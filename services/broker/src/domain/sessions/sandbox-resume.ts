@@ -51,7 +51,7 @@ async function resumeHeld(
 ): Promise<SandboxRecord | null> {
   let urls = {};
   if (sandbox.state === 'suspended') {
-    await assertRoomForAgent(deps.sandboxes, policy, sandbox.tenantId);
+    await assertRoomForAgent(deps.sandboxes, policy, sandbox);
     try {
       const dataplane = await deps.provider.start(sandbox.id);
       urls = {

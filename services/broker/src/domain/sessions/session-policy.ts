@@ -18,6 +18,8 @@ export interface PolicyDefaults {
 export interface EffectivePolicy {
   readonly sandboxEnabled: boolean;
   readonly maxSandboxes: number;
+  /** null: an owner may use all of the tenant's `maxSandboxes`. */
+  readonly maxSandboxesPerOwner: number | null;
   readonly idleTimeoutSeconds: number;
   readonly hardTtlSeconds: number;
   readonly maxTokenTtlSeconds: number;
@@ -37,6 +39,7 @@ export async function effectivePolicy(
   return {
     sandboxEnabled: stored.sandboxEnabled,
     maxSandboxes: stored.maxSandboxes,
+    maxSandboxesPerOwner: stored.maxSandboxesPerOwner,
     idleTimeoutSeconds: configured.idleTimeoutSeconds,
     hardTtlSeconds: configured.hardTtlSeconds,
     maxTokenTtlSeconds:

@@ -28,6 +28,7 @@ import {
   type Heartbeat,
   type RefreshOptions,
 } from './session-holder.js';
+import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { SessionTokens } from './session-tokens.js';
 
 export interface SessionServiceDeps {
@@ -40,6 +41,8 @@ export interface SessionServiceDeps {
   readonly logger: Logger;
   readonly settings?: Partial<SessionSettings> | undefined;
   readonly now?: (() => number) | undefined;
+  /** Provisioning times (NO_METRICS when absent). */
+  readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
 }
 
 export interface SessionService {
@@ -76,6 +79,7 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     tokenIssuer: settings.tokenIssuer,
     provisioningWaitMs: settings.provisioningWaitMs,
     now,
+    metrics: deps.metrics,
   });
   const tokens = new SessionTokens({
     vault,

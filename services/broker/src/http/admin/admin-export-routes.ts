@@ -14,7 +14,7 @@ export interface AdminExportRoutesDeps {
 }
 
 /** Writes to the response, waiting for `drain` when its buffer is full. */
-function sinkOf(res: Response): ExportSink {
+export function sinkOf(res: Response): ExportSink {
   return {
     get closed() {
       return res.destroyed || res.writableEnded;

@@ -11,12 +11,14 @@ import type { SandboxProvider } from '../../providers/provider.js';
 import { AdminAuditQueries } from '../../store/admin-audit-queries.js';
 import { AdminInventoryQueries } from '../../store/admin-inventory-queries.js';
 import { AdminKeyQueries } from '../../store/admin-key-queries.js';
+import { AdminUsageQueries } from '../../store/admin-usage-queries.js';
 import type { PrismaClient } from '../../store/generated/client.js';
 import type { Repositories } from '../../store/index.js';
 import { ReaperRepository } from '../../store/reaper-repository.js';
 import { adminConfigRoutes } from './admin-config-routes.js';
 import { adminExportRoutes } from './admin-export-routes.js';
 import { adminSandboxRoutes } from './admin-sandbox-routes.js';
+import { adminUsageRoutes } from './admin-usage-routes.js';
 
 /** What the composition root hands the admin API besides what every route family gets. */
 export interface AdminAssembly {
@@ -55,6 +57,12 @@ export function adminRoutes(deps: AdminRoutesDeps): Router[] {
   return [
     adminExportRoutes({ authenticate: deps.authenticate, audit, auditQueries }),
     adminSandboxRoutes({ authenticate: deps.authenticate, audit, sandboxes }),
+    adminUsageRoutes({
+      authenticate: deps.authenticate,
+      audit,
+      usageQueries: new AdminUsageQueries(prisma),
+      clock,
+    }),
     adminConfigRoutes({
       authenticate: deps.authenticate,
       audit,

@@ -8,6 +8,8 @@ import { SbxError, type CallerScope } from '@sbx/protocol';
 import { requestIdOf, type Logger } from '@sbx/service-kit';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
 import { hasCallerScope, type Principal } from '../../domain/auth/principal.js';
+import type { AuthFailureLimiter } from '../../domain/rate-limit/auth-failure-limiter.js';
+import type { BrokerMetrics } from '../../domain/metrics/broker-metrics.js';
 
 const principalByResponse = new WeakMap<Response, Principal>();
 
@@ -44,12 +46,31 @@ function logRefusal(logger: Logger, res: Response, err: unknown): void {
   else logger.warn({ ...fields, err: error.cause ?? error }, 'caller authentication failed');
 }
 
-export function authenticateCaller(authenticator: CallerAuthenticator, logger: Logger): RequestHandler {
+/** The client address failures are counted by: `req.ip`, which honours the app's `trust proxy`. */
+const addressOf = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
+/**
+ * With `failures`, an address past its limit of failed attempts is refused (429) before its
+ * credential is checked, and only the burst's first refusal is logged (by the limiter).
+ */
+export function authenticateCaller(
+  authenticator: CallerAuthenticator,
+  logger: Logger,
+  metrics?: Pick<BrokerMetrics, 'authRejected'>,
+  failures?: AuthFailureLimiter,
+): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
+    const authorization = req.get('authorization');
+    const blocked = await failures?.refusalFor(addressOf(req));
+    if (blocked !== undefined) throw blocked;
     let principal: Principal;
     try {
-      principal = await authenticator.authenticate(req.get('authorization'));
+      principal = await authenticator.authenticate(authorization);
     } catch (err) {
+      metrics?.authRejected(SbxError.from(err).code);
+      const refused = SbxError.from(err).code === 'UNAUTHENTICATED' && authorization !== undefined;
+      const limited = refused ? await failures?.recordFailure(addressOf(req)) : undefined;
+      if (limited !== undefined) throw limited;
       logRefusal(logger, res, err);
       throw err;
     }

@@ -7,12 +7,13 @@
 // No caller authentication: the subject token is the credential, and the
 // exchange can only narrow what its holder already has.
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
-import { TOKEN_EXCHANGE_GRANT_TYPE, TokenExchangeRequest } from '@sbx/protocol';
+import { SbxError, TOKEN_EXCHANGE_GRANT_TYPE, TokenExchangeRequest } from '@sbx/protocol';
 import { requestIdOf } from '@sbx/service-kit';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import { createCallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
 import type { OidcVerifier } from '../../domain/auth/oidc-verifier.js';
 import type { KeyVault } from '../../domain/keys/key-vault.js';
+import type { AuthFailureLimiter } from '../../domain/rate-limit/auth-failure-limiter.js';
 import type { RateLimiter } from '../../domain/rate-limit/rate-limiter.js';
 import { OAuthError } from '../../domain/tokens/oauth-error.js';
 import { exchangeToken, type TokenExchangeDeps } from '../../domain/tokens/token-exchange.js';
@@ -30,6 +31,8 @@ export interface TokenRoutesDeps {
   readonly service: { readonly settings: { readonly tokenIssuer: string } };
   readonly clock: () => number;
   readonly rateLimiter: RateLimiter;
+  /** Refused actor credentials count per address as refused caller credentials do (429 past the limit). */
+  readonly authFailureLimiter?: AuthFailureLimiter | undefined;
 }
 
 export function tokenRoutes(deps: TokenRoutesDeps): Router {
@@ -53,7 +56,15 @@ export function tokenRoutes(deps: TokenRoutesDeps): Router {
     express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 32 }),
     oauthErrors(async (req, res) => {
       const request = parseForm(req.body);
-      res.json(await exchangeToken(exchange, request, requestIdOf(res)));
+      const address = req.ip ?? 'unknown';
+      const blocked = await deps.authFailureLimiter?.refusalFor(address);
+      if (blocked !== undefined) throw blocked;
+      try {
+        res.json(await exchangeToken(exchange, request, requestIdOf(res)));
+      } catch (err) {
+        const limited = refusedActor(err) ? await deps.authFailureLimiter?.recordFailure(address) : undefined;
+        throw limited ?? err;
+      }
     }),
   );
   return router;
@@ -102,6 +113,10 @@ function parseForm(body: unknown): TokenExchangeRequest {
         : `is invalid: ${issue?.message}`;
   throw new OAuthError('invalid_request', name === '' ? 'invalid request' : `${name} ${problem}`);
 }
+
+/** An actor_token that did not authenticate (a guessed API key, say), not any other refusal. */
+const refusedActor = (err: unknown): boolean =>
+  err instanceof OAuthError && err.cause instanceof SbxError && err.cause.code === 'UNAUTHENTICATED';
 
 type Handler = (req: Request, res: Response, next: () => void) => void | Promise<void>;
 

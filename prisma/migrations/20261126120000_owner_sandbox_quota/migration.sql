@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "tenant_policies" ADD COLUMN     "max_sandboxes_per_owner" INTEGER;
