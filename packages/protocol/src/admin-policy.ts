@@ -23,6 +23,8 @@ const TENANT_FIELDS = {
   idle_timeout_seconds: Seconds,
   hard_ttl_seconds: Seconds,
   max_token_ttl_seconds: Seconds,
+  /** The most any token of the tenant may carry; empty: no cap. */
+  allowed_capabilities: z.array(CapabilityInput).max(32).transform(canonicalScopes),
   max_processes: Count,
   max_memory_mb: Count,
   cpu_millicores: Count,
@@ -33,6 +35,7 @@ const TENANT_FIELDS = {
 export const TenantPolicy = z.object({
   tenant_id: Id,
   ...TENANT_FIELDS,
+  allowed_capabilities: z.array(CapabilityScope),
   /** null: the tenant has no stored policy and these are the defaults. */
   updated_at: Timestamp.nullable(),
 });

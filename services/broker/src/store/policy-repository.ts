@@ -34,6 +34,7 @@ export const DEFAULT_TENANT_POLICY: Readonly<Omit<TenantPolicyRecord, 'tenantId'
     idleTimeoutSeconds: 900,
     hardTtlSeconds: 28800,
     maxTokenTtlSeconds: 900,
+    allowedCapabilities: [],
     maxProcesses: 256,
     maxMemoryMb: 2048,
     cpuMillicores: 1000,

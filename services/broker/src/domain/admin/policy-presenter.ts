@@ -24,6 +24,14 @@ export const toWireEnvironment = (env: StoredEnvironment): NetworkEnvironment =>
 export const toStoredEnvironment = (env: NetworkEnvironment): StoredEnvironment =>
   env === 'internal-only' ? 'internal_only' : 'default_public';
 
+/** A stored capability list as the wire names it; names no longer known are left out. */
+function knownCapabilities(stored: readonly string[]): CapabilityScope[] {
+  return stored.flatMap((name) => {
+    const parsed = CapabilityScope.safeParse(name);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
 export function toTenantPolicy(record: TenantPolicyRecord): TenantPolicy {
   return {
     tenant_id: record.tenantId,
@@ -34,6 +42,7 @@ export function toTenantPolicy(record: TenantPolicyRecord): TenantPolicy {
     idle_timeout_seconds: record.idleTimeoutSeconds,
     hard_ttl_seconds: record.hardTtlSeconds,
     max_token_ttl_seconds: record.maxTokenTtlSeconds,
+    allowed_capabilities: knownCapabilities(record.allowedCapabilities),
     max_processes: record.maxProcesses,
     max_memory_mb: record.maxMemoryMb,
     cpu_millicores: record.cpuMillicores,
@@ -50,10 +59,7 @@ export function toClientPolicy(record: ClientPolicyRecord): ClientPolicy {
     sidecar_audience: record.sidecarAudience,
     sidecar_scopes: record.sidecarScopes,
     sandbox_env: record.sandboxEnv,
-    max_capabilities: record.maxCapabilities.flatMap((name) => {
-      const parsed = CapabilityScope.safeParse(name);
-      return parsed.success ? [parsed.data] : [];
-    }),
+    max_capabilities: knownCapabilities(record.maxCapabilities),
     updated_at: nullableTime(record.updatedAt),
   };
 }
@@ -68,6 +74,7 @@ export function tenantPatch(update: TenantPolicyUpdate): TenantPolicyPatch {
     idleTimeoutSeconds: update.idle_timeout_seconds,
     hardTtlSeconds: update.hard_ttl_seconds,
     maxTokenTtlSeconds: update.max_token_ttl_seconds,
+    allowedCapabilities: update.allowed_capabilities,
     maxProcesses: update.max_processes,
     maxMemoryMb: update.max_memory_mb,
     cpuMillicores: update.cpu_millicores,

@@ -39,7 +39,8 @@ const DEFAULT_POLICY: ResolvedClientPolicy = Object.freeze({
   maxCapabilities: CAPABILITY_SCOPES,
 });
 
-function capabilityCeiling(stored: readonly string[]): readonly CapabilityScope[] {
+/** A stored capability list as a ceiling: empty means no cap; unknown names are dropped. */
+export function capabilityCeiling(stored: readonly string[]): readonly CapabilityScope[] {
   if (stored.length === 0) return CAPABILITY_SCOPES;
   const known = new Set<CapabilityScope>();
   for (const name of stored) {

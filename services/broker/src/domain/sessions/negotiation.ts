@@ -91,6 +91,7 @@ async function prepare(
   const requested = request.requested_capabilities ?? actorCeiling;
   const capabilities = grantCapabilities(requested, [
     actorCeiling,
+    policy.allowedCapabilities,
     client.maxCapabilities,
     callerCeiling(principal),
   ]);

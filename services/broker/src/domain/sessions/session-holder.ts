@@ -102,6 +102,7 @@ export function refreshSession(
     const held = binding.capabilities.flatMap((name) => normalizeCapability(name) ?? []);
     const capabilities = grantCapabilities(held, [
       core.settings.actorPolicy[binding.actorType],
+      policy.allowedCapabilities,
       client.maxCapabilities,
       callerCeiling(context.principal),
     ]);

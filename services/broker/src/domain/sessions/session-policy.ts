@@ -1,8 +1,10 @@
 // The policy a negotiation runs under: the tenant's stored policy, or for a
 // tenant without one the broker's configured defaults; and the token lifetime
 // arithmetic (clamping and the refresh margin).
+import type { CapabilityScope } from '@sbx/protocol';
 import type { SandboxLimits } from '../../providers/sandbox-limits.js';
 import type { NetworkEnvironment, TenantPolicyRecord } from '../../store/index.js';
+import { capabilityCeiling } from '../auth/client-policy.js';
 
 export interface TenantPolicySource {
   getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord>;
@@ -24,6 +26,8 @@ export interface EffectivePolicy {
   readonly hardTtlSeconds: number;
   readonly maxTokenTtlSeconds: number;
   readonly environment: NetworkEnvironment;
+  /** The most any token of the tenant may carry (every capability when the tenant sets none). */
+  readonly allowedCapabilities: readonly CapabilityScope[];
   /** What each of the tenant's sandboxes may use. */
   readonly limits: SandboxLimits;
 }
@@ -47,6 +51,7 @@ export async function effectivePolicy(
         ? Math.max(stored.maxTokenTtlSeconds, defaults.defaultTokenTtlSeconds)
         : stored.maxTokenTtlSeconds,
     environment: stored.environment,
+    allowedCapabilities: capabilityCeiling(stored.allowedCapabilities),
     limits: {
       maxProcesses: stored.maxProcesses,
       memoryBytes: stored.maxMemoryMb * MIB,
