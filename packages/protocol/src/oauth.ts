@@ -74,3 +74,27 @@ export const TokenExchangeResponse = z.object({
   scope: z.string(),
 });
 export type TokenExchangeResponse = z.infer<typeof TokenExchangeResponse>;
+
+/** RFC 7662 introspection request (opaque-token mode, docs/protocol.md#opaque-tokens). */
+export const IntrospectionRequest = z.object({
+  token: Text,
+  token_type_hint: Text.optional(),
+});
+export type IntrospectionRequest = z.infer<typeof IntrospectionRequest>;
+
+/** `{active: false}` alone for any token that is not a live one of the caller's sandbox. */
+export const IntrospectionResponse = z.object({
+  active: z.boolean(),
+  scope: z.string().optional(),
+  token_type: z.literal('Bearer').optional(),
+  client_id: z.string().optional(),
+  iss: z.string().optional(),
+  sub: z.string().optional(),
+  aud: z.string().optional(),
+  jti: z.string().optional(),
+  iat: z.number().int().optional(),
+  exp: z.number().int().optional(),
+  session_id: z.string().optional(),
+  thread_id: z.string().optional(),
+});
+export type IntrospectionResponse = z.infer<typeof IntrospectionResponse>;

@@ -2,7 +2,12 @@ import { z } from 'zod';
 import { ADMIN_ROUTES } from './admin-routes.js';
 import type { ErrorCode } from './errors.js';
 import { RevocationRequest, RevocationResponse } from './revocation.js';
-import { TokenExchangeRequest, TokenExchangeResponse } from './oauth.js';
+import {
+  IntrospectionRequest,
+  IntrospectionResponse,
+  TokenExchangeRequest,
+  TokenExchangeResponse,
+} from './oauth.js';
 import {
   GetBindingResponse,
   HeartbeatResponse,
@@ -198,6 +203,16 @@ export const ROUTES = {
     body: TokenExchangeRequest,
     response: TokenExchangeResponse,
     errors: ['BAD_REQUEST', 'UNAUTHENTICATED', 'RATE_LIMITED'],
+  },
+  tokenIntrospection: {
+    method: 'POST',
+    path: '/oauth/introspect',
+    summary:
+      "RFC 7662 introspection of an opaque token by its sandbox's agent (HTTP Basic: sandbox id and derived secret)",
+    params: NoPathParams,
+    body: IntrospectionRequest,
+    response: IntrospectionResponse,
+    errors: ['BAD_REQUEST', 'UNAUTHENTICATED'],
   },
   ...ADMIN_ROUTES,
   adminRevoke: {

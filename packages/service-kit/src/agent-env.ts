@@ -20,6 +20,9 @@ export const AgentEnv = z.object({
   SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
   SANDBOX_SIGNING_KEY_FILE: z.string().optional(),
   SANDBOX_TOKEN_ISSUER: z.string().min(1).default('sbx-broker'),
+  // opaque: tokens are checked by asking the broker at AGENT_INTROSPECTION_URL (D20).
+  AGENT_TOKEN_FORMAT: z.enum(['jwt', 'opaque']).default('jwt'),
+  AGENT_INTROSPECTION_URL: z.url({ protocol: /^https?$/ }).optional(),
   KEY_ROTATION_GRACE_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   WORKSPACE_ROOT: z.string().default('/workspace'),
   HOST: z.string().default('0.0.0.0'),
@@ -58,6 +61,10 @@ export const agentEnvRules: readonly EnvRule[] = [
   (env) =>
     (env['SANDBOX_SIGNING_KEY'] === undefined) === (env['SANDBOX_SIGNING_KEY_FILE'] === undefined)
       ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY or SANDBOX_SIGNING_KEY_FILE'
+      : undefined,
+  (env) =>
+    env['AGENT_TOKEN_FORMAT'] === 'opaque' && env['AGENT_INTROSPECTION_URL'] === undefined
+      ? 'AGENT_INTROSPECTION_URL: required with AGENT_TOKEN_FORMAT=opaque'
       : undefined,
   (env) =>
     (env['AGENT_RUN_AS_UID'] === undefined) !== (env['AGENT_RUN_AS_GID'] === undefined)

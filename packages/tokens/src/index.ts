@@ -4,6 +4,7 @@ export * from './clock.js';
 export * from './compact-token.js';
 export * from './downscope.js';
 export * from './mint.js';
+export * from './opaque.js';
 export * from './signed-file-url.js';
 export * from './signing-key.js';
 export * from './token-error.js';

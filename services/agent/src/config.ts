@@ -13,6 +13,8 @@ export interface AgentConfig {
     | { readonly kind: 'inline'; readonly base64url: string }
     | { readonly kind: 'file'; readonly path: string };
   readonly tokenIssuer: string;
+  /** Set in opaque-token mode (AGENT_TOKEN_FORMAT=opaque, D20): the broker's introspection endpoint. */
+  readonly introspectionUrl?: string | undefined;
   readonly keyRotationGraceSeconds: number;
   readonly workspaceRoot: string;
   readonly host: string;
@@ -91,6 +93,7 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
         ? { kind: 'inline', base64url: parsed.SANDBOX_SIGNING_KEY ?? '' }
         : { kind: 'file', path: path.resolve(keyFile) },
     tokenIssuer: parsed.SANDBOX_TOKEN_ISSUER,
+    introspectionUrl: parsed.AGENT_TOKEN_FORMAT === 'opaque' ? parsed.AGENT_INTROSPECTION_URL : undefined,
     keyRotationGraceSeconds: parsed.KEY_ROTATION_GRACE_SECONDS,
     workspaceRoot: path.resolve(parsed.WORKSPACE_ROOT),
     host: parsed.HOST,

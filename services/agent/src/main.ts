@@ -14,6 +14,7 @@ import { joinCgroups } from './adapters/cgroup-join.js';
 import { emptyRevocationList, fileRevocationList, type RevocationList } from './adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
+import { createIntrospectingAuthenticator } from './http/introspecting-authenticator.js';
 import { createPromAgentMetrics } from './adapters/prom-agent-metrics.js';
 import type { AgentContext, AgentFeature } from './agent-context.js';
 import { startAgentServer } from './server.js';
@@ -107,6 +108,15 @@ async function main(): Promise<void> {
   const workspaceRoot = realpathSync(config.workspaceRoot);
   const setup = await launchSetup(config, workspaceRoot);
   const metrics = createPromAgentMetrics(); // its own Registry, never prom-client's default
+  const offline = createAuthenticator({
+    keys,
+    sandboxId: config.sandboxId,
+    issuer: config.tokenIssuer,
+    maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
+    now,
+    revocations: revocationsFor(config, logger),
+    metrics,
+  });
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
     // Confined processes see the workspace at SANDBOX_WORKSPACE; unconfined ones at its host path.
@@ -118,15 +128,20 @@ async function main(): Promise<void> {
     now,
     launcher: setup.launcher,
     keys,
-    authenticator: createAuthenticator({
-      keys,
-      sandboxId: config.sandboxId,
-      issuer: config.tokenIssuer,
-      maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
-      now,
-      revocations: revocationsFor(config, logger),
-      metrics,
-    }),
+    authenticator:
+      config.introspectionUrl === undefined
+        ? offline
+        : createIntrospectingAuthenticator({
+            url: config.introspectionUrl,
+            keys,
+            sandboxId: config.sandboxId,
+            issuer: config.tokenIssuer,
+            maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
+            now,
+            metrics,
+            // The provider's readiness probe still signs a JWT with the sandbox's key.
+            offline,
+          }),
     metrics,
     metricsToken: config.metricsToken,
   };

@@ -83,6 +83,7 @@ export async function openBrokerAdapters(
     isolation: config.localIsolation,
     onAgentExit: agentExits.listener,
     agentAllowedOrigins: config.http?.corsAllowedOrigins,
+    agentIntrospectionUrl: config.tokenFormat === 'opaque' ? introspectionUrl(config) : undefined,
   });
   const oidc =
     config.oidc === undefined
@@ -93,4 +94,11 @@ export async function openBrokerAdapters(
           jwksUri: config.oidc.jwksUrl,
         });
   return { logger, clock, database, coordination, provider, agentExits, masterKey, oidc };
+}
+
+/** Where the broker's agents reach POST /oauth/introspect: its public URL, else its own listener. */
+function introspectionUrl(config: BrokerConfig): string {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const base = config.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
+  return new URL('oauth/introspect', `${base.replace(/\/$/, '')}/`).href;
 }

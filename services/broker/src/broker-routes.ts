@@ -23,6 +23,7 @@ import type { SessionService } from './domain/sessions/session-service.js';
 import { adminRoutes, type AdminAssembly } from './http/admin/admin-routes.js';
 import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
 import { revocationRoutes } from './http/admin/revocation-routes.js';
+import { introspectionRoutes } from './http/oauth/introspection-routes.js';
 import { tokenRoutes } from './http/oauth/token-routes.js';
 import { sessionRoutes } from './http/sessions/session-routes.js';
 import { threadRoutes } from './http/threads/thread-routes.js';
@@ -31,7 +32,10 @@ import type { Repositories } from './store/index.js';
 export interface BrokerRoutesDeps {
   readonly service: SessionService;
   readonly audit: AuditTrail;
-  readonly repositories: Pick<Repositories, 'apiKeys' | 'idempotency' | 'bindings' | 'sandboxes' | 'journal'>;
+  readonly repositories: Pick<
+    Repositories,
+    'apiKeys' | 'idempotency' | 'bindings' | 'sandboxes' | 'journal' | 'revocations' | 'tokens'
+  >;
   readonly vault: KeyVault;
   readonly coordination: Coordination;
   readonly oidc: OidcVerifier | undefined;
@@ -47,7 +51,7 @@ export interface BrokerRoutesDeps {
   readonly metrics?: BrokerMetrics | undefined;
 }
 
-/** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`) and `/oauth/token`, in that order. */
+/** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`), `/oauth/token` and `/oauth/introspect`, in that order. */
 export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
   const { repositories, logger } = deps;
   const authFailureLimiter = new AuthFailureLimiter(
@@ -80,6 +84,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
     sessionRoutes(http),
     threadRoutes(http),
     tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
+    introspectionRoutes(deps),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
   ];
 }

@@ -21,6 +21,7 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
   return {
     sessions: {
       defaultTokenTtlSeconds: config.tokenTtlSeconds,
+      tokenFormat: config.tokenFormat ?? 'jwt',
       idleTimeoutSeconds: config.idleTimeoutSeconds,
       hardTtlSeconds: config.hardTtlSeconds,
     },

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { TOKEN_FORMATS, type TokenFormat } from '@sbx/tokens';
 import {
   envKeyMaterial,
   envLogLevel,
@@ -37,6 +38,8 @@ const BrokerEnv = z.object({
   SANDBOX_PROVIDER: z.enum(['local']).default('local'),
   LOCAL_ISOLATION: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
+  // jwt: agents verify offline; opaque: agents ask POST /oauth/introspect (D20).
+  TOKEN_FORMAT: z.enum(TOKEN_FORMATS).default('jwt'),
   RATE_LIMIT_NEGOTIATE_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(600),
   RATE_LIMIT_SESSION_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(6000),
   IDLE_TIMEOUT_SECONDS: z.coerce.number().int().min(10).default(900),
@@ -80,6 +83,8 @@ export interface BrokerConfig {
   readonly provider: 'local';
   readonly localIsolation: 'auto' | 'bubblewrap' | 'none';
   readonly tokenTtlSeconds: number;
+  /** Default jwt (docs/architecture.md D20). */
+  readonly tokenFormat?: TokenFormat;
   /** Per principal and minute: negotiations, and the other session calls. */
   readonly rateLimits: { readonly negotiatePerMinute: number; readonly sessionPerMinute: number };
   readonly idleTimeoutSeconds: number;
@@ -135,6 +140,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     provider: e.SANDBOX_PROVIDER,
     localIsolation: e.LOCAL_ISOLATION,
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
+    tokenFormat: e.TOKEN_FORMAT,
     rateLimits: {
       negotiatePerMinute: e.RATE_LIMIT_NEGOTIATE_PER_MINUTE,
       sessionPerMinute: e.RATE_LIMIT_SESSION_PER_MINUTE,

@@ -19,13 +19,21 @@ export interface AuthenticatorOptions {
 }
 
 export interface Authenticator {
-  /** The verified capability, or a TokenError (an SbxError: 401, or 403 for scope). */
-  authenticate(token: string): VerifiedCapability;
+  /**
+   * The verified capability, or a TokenError (an SbxError: 401, or 403 for scope). Offline
+   * (JWT) it answers at once; asking the broker (opaque tokens, D20) it answers later.
+   */
+  authenticate(token: string): VerifiedCapability | Promise<VerifiedCapability>;
   /**
    * Runs `listener` after the revocation list changed (and, for a sandbox-wide revocation,
    * after the old key was retired): open WebSockets re-check their token then.
    */
   onRevocation?(listener: () => void): () => void;
+}
+
+/** The JWT authenticator: it never waits. */
+export interface OfflineAuthenticator extends Authenticator {
+  authenticate(token: string): VerifiedCapability;
 }
 
 /** The reason a credential was refused: a token's own (`expired`, `revoked` …), else its error code. */
@@ -44,7 +52,7 @@ function revoked(): SbxError {
  * exp: a repeated token costs one Map lookup and a comparison. The cache is dropped
  * whenever the key set changes, so a rotated-out key stops working at once.
  */
-export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+export function createAuthenticator(options: AuthenticatorOptions): OfflineAuthenticator {
   const limit = options.cacheSize ?? 10_000;
   const cache = new Map<string, VerifiedCapability>();
   let version = -1;

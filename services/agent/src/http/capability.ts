@@ -50,9 +50,31 @@ export function authenticate(
       metrics?.authFailed(req.get('authorization') === undefined ? 'missing' : 'malformed');
       throw err;
     }
-    verifiedByResponse.set(res, auth.authenticate(token));
-    next();
+    const verified = auth.authenticate(token);
+    if (!(verified instanceof Promise)) {
+      verifiedByResponse.set(res, verified);
+      next();
+      return;
+    }
+    // Opaque tokens (D20): the broker answers later (callers wrap this handler, so no promise is returned).
+    void settle(verified, res, next);
   };
+}
+
+async function settle(
+  verified: Promise<VerifiedCapability>,
+  res: Response,
+  next: NextFunction,
+): Promise<void> {
+  let capability: VerifiedCapability;
+  try {
+    capability = await verified;
+  } catch (err) {
+    next(err);
+    return;
+  }
+  verifiedByResponse.set(res, capability);
+  next();
 }
 
 /** Requires `scope` (directly or implied: fs:rw covers fs:ro) of the request's capability. */

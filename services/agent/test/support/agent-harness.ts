@@ -6,11 +6,11 @@ import { Writable } from 'node:stream';
 import { createLogger, SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-kit';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
-import { staticKeySource } from '../../src/adapters/key-source.js';
+import { staticKeySource, type KeySource } from '../../src/adapters/key-source.js';
 import type { RevocationList } from '../../src/adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from '../../src/adapters/launcher.js';
 import { PathGuard } from '../../src/domain/files/path-guard.js';
-import { createAuthenticator } from '../../src/http/authenticator.js';
+import { createAuthenticator, type Authenticator } from '../../src/http/authenticator.js';
 import { createPromAgentMetrics } from '../../src/adapters/prom-agent-metrics.js';
 import { startAgentServer, type AgentServerOptions, type RunningAgent } from '../../src/server.js';
 
@@ -51,6 +51,12 @@ export interface TestAgentOptions {
   readonly revocations?: RevocationList;
   /** The operator's bearer for GET /metrics (AGENT_METRICS_TOKEN); none by default. */
   readonly metricsToken?: string;
+  /** Another authenticator than the offline JWT one (opaque tokens, D20), given the agent's key and id. */
+  readonly authenticator?: (agent: {
+    keys: KeySource;
+    sandboxId: string;
+    now: () => number;
+  }) => Authenticator;
 }
 
 /**
@@ -81,15 +87,17 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     now,
     launcher: sandbox?.launcher ?? options.launcher?.(workspace) ?? directLauncher(),
     keys,
-    authenticator: createAuthenticator({
-      keys,
-      sandboxId,
-      issuer: TEST_ISSUER,
-      maxTtlSeconds: 3600,
-      now,
-      ...(options.revocations === undefined ? {} : { revocations: options.revocations }),
-      metrics,
-    }),
+    authenticator:
+      options.authenticator?.({ keys, sandboxId, now }) ??
+      createAuthenticator({
+        keys,
+        sandboxId,
+        issuer: TEST_ISSUER,
+        maxTtlSeconds: 3600,
+        now,
+        ...(options.revocations === undefined ? {} : { revocations: options.revocations }),
+        metrics,
+      }),
     metrics,
     metricsToken: options.metricsToken,
   };

@@ -15,6 +15,8 @@ export interface AgentEnvironmentInput {
   readonly logLevel: string;
   /** Browser origins the agent allows (CORS and WebSocket upgrades); default none. */
   readonly allowedOrigins?: readonly string[];
+  /** Opaque-token mode (D20): the agent asks this endpoint about every token. */
+  readonly introspectionUrl?: string | undefined;
 }
 
 /**
@@ -41,6 +43,9 @@ export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariable
     ...(input.allowedOrigins === undefined || input.allowedOrigins.length === 0
       ? {}
       : { CORS_ALLOWED_ORIGINS: input.allowedOrigins.join(',') }),
+    ...(input.introspectionUrl === undefined
+      ? {}
+      : { AGENT_TOKEN_FORMAT: 'opaque', AGENT_INTROSPECTION_URL: input.introspectionUrl }),
   };
   if (input.isolation === 'none') return { ...base, AGENT_LAUNCHER: 'direct' };
   return {

@@ -32,6 +32,10 @@ export async function spawnSandboxAgent(
       cgroups,
       logLevel: settings.agentLogLevel,
       allowedOrigins: settings.agentAllowedOrigins,
+      introspectionUrl:
+        typeof settings.agentIntrospectionUrl === 'function'
+          ? settings.agentIntrospectionUrl()
+          : settings.agentIntrospectionUrl,
     }),
     cwd: paths.stateDir,
     sandboxId: record.sandboxId,

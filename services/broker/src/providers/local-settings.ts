@@ -34,6 +34,11 @@ export interface LocalProviderOptions {
   readonly agentLogLevel?: string;
   /** Browser origins the agents allow (CORS, WebSocket upgrades): the broker's CORS_ALLOWED_ORIGINS. */
   readonly agentAllowedOrigins?: readonly string[];
+  /**
+   * Opaque-token mode (D20): the broker's POST /oauth/introspect, which the agents then ask; a
+   * function is asked at each agent start (a broker on port 0 knows its URL only once listening).
+   */
+  readonly agentIntrospectionUrl?: string | (() => string | undefined) | undefined;
   /** An agent that was running ended without being asked to (crash, OOM kill). */
   readonly onAgentExit?: AgentExitListener;
 }
@@ -60,6 +65,7 @@ export interface LocalSettings {
   readonly stopGraceMs: number;
   readonly agentLogLevel: string;
   readonly agentAllowedOrigins: readonly string[];
+  readonly agentIntrospectionUrl: string | (() => string | undefined) | undefined;
   readonly onAgentExit: AgentExitListener | undefined;
 }
 
@@ -103,6 +109,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     stopGraceMs: options.stopGraceMs ?? 5000,
     agentLogLevel: options.agentLogLevel ?? 'info',
     agentAllowedOrigins: options.agentAllowedOrigins ?? [],
+    agentIntrospectionUrl: options.agentIntrospectionUrl,
     onAgentExit: options.onAgentExit,
   };
 }

@@ -9,12 +9,12 @@ export const WRITE_JOURNAL = `
 WITH issued AS (
   INSERT INTO "token_issuances"
     ("jti", "sub", "aud", "scopes", "session_id", "thread_id", "request_id", "issued_at", "expires_at",
-     "parent_jti")
+     "parent_jti", "token_hash")
   SELECT r.jti, r.sub, r.aud, r.scopes, r.session_id, r.thread_id, r.request_id,
-         COALESCE(r.issued_at, CURRENT_TIMESTAMP), r.expires_at, r.parent_jti
+         COALESCE(r.issued_at, CURRENT_TIMESTAMP), r.expires_at, r.parent_jti, r.token_hash
   FROM jsonb_to_recordset($1::jsonb) AS r(
     jti text, sub text, aud text, scopes text[], session_id text, thread_id text, request_id text,
-    issued_at timestamptz, expires_at timestamptz, parent_jti text)
+    issued_at timestamptz, expires_at timestamptz, parent_jti text, token_hash text)
 )
 INSERT INTO "audit_events"
   ("at", "request_id", "action", "outcome", "tenant_id", "caller_id", "caller_type", "actor_type",
@@ -41,6 +41,7 @@ export function issuanceJson(input: NewTokenIssuance): Record<string, unknown> {
     issued_at: input.issuedAt?.toISOString() ?? null,
     expires_at: input.expiresAt.toISOString(),
     parent_jti: input.parentJti ?? null,
+    token_hash: input.tokenHash ?? null,
   };
 }
 

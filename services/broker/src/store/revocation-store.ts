@@ -35,6 +35,20 @@ export class RevocationStore {
     );
   }
 
+  /**
+   * Marks tokens revoked (opaque tokens, D20: introspection answers `active: false` from then
+   * on); `sandboxId` marks every live token of that sandbox.
+   */
+  async markRevoked(target: { jtis: readonly string[] } | { sandboxId: string }, at: Date): Promise<void> {
+    const where =
+      'sandboxId' in target
+        ? { audience: target.sandboxId, expiresAt: { gt: at } }
+        : { jti: { in: [...target.jtis] } };
+    await guard('mark tokens revoked', () =>
+      this.prisma.tokenIssuance.updateMany({ where: { ...where, revokedAt: null }, data: { revokedAt: at } }),
+    );
+  }
+
   /** Whether any binding ever had this id (a session without live tokens is still a session). */
   async sessionExists(sessionId: string): Promise<boolean> {
     const found = await guard('find session binding', () =>

@@ -17,6 +17,8 @@ export interface NewTokenIssuance {
   readonly expiresAt: Date;
   /** The subject token's jti, for a token minted by token exchange. */
   readonly parentJti?: string | null;
+  /** SHA-256 of an opaque token (D20); null for a JWT. */
+  readonly tokenHash?: string | null;
 }
 
 /** The row an issuance becomes (also written in batches by the journal writer). */
@@ -32,6 +34,7 @@ export function issuanceRow(input: NewTokenIssuance): Prisma.TokenIssuanceCreate
     ...(input.issuedAt === undefined ? {} : { issuedAt: input.issuedAt }),
     expiresAt: input.expiresAt,
     parentJti: input.parentJti ?? null,
+    tokenHash: input.tokenHash ?? null,
   };
 }
 
@@ -49,6 +52,11 @@ export class TokenIssuanceRepository {
       () => this.prisma.tokenIssuance.create({ data: issuanceRow(input) }),
       ISSUANCE_CONSTRAINTS,
     );
+  }
+
+  /** The issuance an opaque token stands for, by the token's hash (D20). */
+  findByTokenHash(tokenHash: string): Promise<TokenIssuanceRecord | null> {
+    return guard('find token issuance', () => this.prisma.tokenIssuance.findUnique({ where: { tokenHash } }));
   }
 
   findByJti(jti: string): Promise<TokenIssuanceRecord | null> {

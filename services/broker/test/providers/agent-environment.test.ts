@@ -56,4 +56,20 @@ describe('the environment the local provider gives an agent', () => {
     expect(parsed).toMatchObject({ AGENT_LAUNCHER: 'direct', AGENT_RUN_AS_UID: 212_345 });
     expect(parsed.AGENT_HIDE_PATHS).toBeUndefined();
   });
+  it('leaves the agent on JWTs unless given an introspection URL, then opaque tokens through it', () => {
+    expect(written()).toMatchObject({ AGENT_TOKEN_FORMAT: 'jwt' });
+    expect(written().AGENT_INTROSPECTION_URL).toBeUndefined();
+    expect(written({ introspectionUrl: 'http://127.0.0.1:8080/oauth/introspect' })).toMatchObject({
+      AGENT_TOKEN_FORMAT: 'opaque',
+      AGENT_INTROSPECTION_URL: 'http://127.0.0.1:8080/oauth/introspect',
+    });
+    expect(() =>
+      parseEnv(
+        'agent',
+        AgentEnv,
+        { SANDBOX_ID: 'sb_x', SANDBOX_SIGNING_KEY_FILE: '/k', AGENT_TOKEN_FORMAT: 'opaque' },
+        agentEnvRules,
+      ),
+    ).toThrow(/AGENT_INTROSPECTION_URL/);
+  });
 });

@@ -32,6 +32,8 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
   #authTimer: NodeJS.Timeout | undefined;
   #expiryTimer: NodeJS.Timeout | undefined;
   #alive = true;
+  /** Frames that arrived while a token was with the broker (opaque tokens, D20), handled in order after. */
+  #queue: Promise<void> | undefined;
 
   constructor(
     readonly socket: WebSocket,
@@ -67,7 +69,7 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
     this.socket.on('error', () => this.#teardown(WS_CLOSE_CODES.INTERNAL_ERROR));
     this.socket.on('pong', () => (this.#alive = true));
     this.socket.on('close', (code: number) => this.#teardown(code));
-    this.socket.on('message', (data: RawData, isBinary: boolean) => this.#onMessage(data, isBinary));
+    this.socket.on('message', (data: RawData, isBinary: boolean) => this.#receive(data, isBinary));
     if (this.route.auth === 'query') {
       this.#authenticateFromQuery();
       return;
@@ -104,12 +106,22 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
   /** Called by the hub after a revocation: a socket whose token no longer passes closes 1008. */
   recheck(): void {
     if (this.#phase !== 'open' || this.#token === undefined) return;
-    try {
-      this.#verify(this.#token);
-    } catch (err) {
-      const error = SbxError.from(err);
-      this.#reject(WS_CLOSE_CODES.POLICY_VIOLATION, error.message, error);
-    }
+    void this.#verify(
+      this.#token,
+      () => {},
+      (error) => this.#reject(WS_CLOSE_CODES.POLICY_VIOLATION, error.message, error),
+    );
+  }
+
+  #receive(data: RawData, isBinary: boolean): void {
+    const run = (): void | Promise<void> => this.#onMessage(data, isBinary);
+    const pending = this.#queue === undefined ? run() : this.#queue.then(run);
+    if (pending === undefined) return;
+    const queued: Promise<void> = pending.then(() => {
+      if (this.#queue === queued) this.#queue = undefined;
+      return undefined;
+    });
+    this.#queue = queued;
   }
 
   /** Called by the hub's keep-alive sweep: a peer silent since the last sweep is dropped. */
@@ -127,7 +139,7 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
     this.close(code, reason);
   }
 
-  #onMessage(data: RawData, isBinary: boolean): void {
+  #onMessage(data: RawData, isBinary: boolean): void | Promise<void> {
     if (this.#phase === 'closed') return;
     this.#alive = true;
     if (isBinary) {
@@ -152,10 +164,7 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
       return;
     }
     const frame = parsed.frame;
-    if (frame.type === 'auth') {
-      this.#authenticate(frame.token);
-      return;
-    }
+    if (frame.type === 'auth') return this.#authenticate(frame.token);
     if (this.#phase !== 'open') {
       this.#reject(
         WS_CLOSE_CODES.POLICY_VIOLATION,
@@ -189,40 +198,57 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
     this.sendError(error);
   }
 
-  #verify(token: string): VerifiedCapability {
-    const capability = this.options.authenticator.authenticate(token);
-    if (!this.route.anyOf.some((scope) => hasScope(capability.scopes, scope))) {
-      throw new TokenError('insufficient_scope', `token grants none of ${this.route.anyOf.join(', ')}`);
+  /** Calls `ok` with the token's capability if it grants the route, else `refused`; at once when it can. */
+  #verify(
+    token: string,
+    ok: (capability: VerifiedCapability) => void,
+    refused: (error: SbxError) => void,
+  ): void | Promise<void> {
+    const checked = (capability: VerifiedCapability): void => {
+      if (this.#phase === 'closed') return;
+      if (!this.route.anyOf.some((scope) => hasScope(capability.scopes, scope))) {
+        refused(new TokenError('insufficient_scope', `token grants none of ${this.route.anyOf.join(', ')}`));
+        return;
+      }
+      ok(capability);
+    };
+    const failed = (err: unknown): void => {
+      if (this.#phase !== 'closed') refused(SbxError.from(err));
+    };
+    let answer: VerifiedCapability | Promise<VerifiedCapability>;
+    try {
+      answer = this.options.authenticator.authenticate(token);
+    } catch (err) {
+      failed(err);
+      return undefined;
     }
-    return capability;
+    return answer instanceof Promise ? answer.then(checked, failed) : checked(answer);
   }
 
-  #authenticate(token: string): void {
-    let capability: VerifiedCapability;
-    try {
-      capability = this.#verify(token);
-    } catch (err) {
-      const error = SbxError.from(err);
-      this.#reject(WS_CLOSE_CODES.POLICY_VIOLATION, error.message, error);
-      return;
-    }
-    // auth_ok goes out before the endpoint opens, so it is always the first frame a client reads.
-    this.#sendFrame({
-      type: 'auth_ok',
-      expires_at: toTimestamp(capability.expiresAt),
-      ...(capability.claims.session_id === undefined ? {} : { session_id: capability.claims.session_id }),
-    });
-    this.#accept(capability, token);
+  #authenticate(token: string): void | Promise<void> {
+    return this.#verify(
+      token,
+      (capability) => {
+        // auth_ok goes out before the endpoint opens, so it is always the first frame a client reads.
+        this.#sendFrame({
+          type: 'auth_ok',
+          expires_at: toTimestamp(capability.expiresAt),
+          ...(capability.claims.session_id === undefined ? {} : { session_id: capability.claims.session_id }),
+        });
+        this.#accept(capability, token);
+      },
+      (error) => this.#reject(WS_CLOSE_CODES.POLICY_VIOLATION, error.message, error),
+    );
   }
 
   #authenticateFromQuery(): void {
-    try {
-      const token = this.url.searchParams.get('token');
-      if (token === null || token === '') throw new TokenError('missing', 'no token was presented');
-      this.#accept(this.#verify(token), token);
-    } catch (err) {
-      this.close(WS_CLOSE_CODES.POLICY_VIOLATION, legacyRejection(err));
+    const token = this.url.searchParams.get('token');
+    const refused = (err: unknown): void => this.close(WS_CLOSE_CODES.POLICY_VIOLATION, legacyRejection(err));
+    if (token === null || token === '') {
+      refused(new TokenError('missing', 'no token was presented'));
+      return;
     }
+    void this.#verify(token, (capability) => this.#accept(capability, token), refused);
   }
 
   /** First authentication opens the endpoint; a later one extends the connection's life. */

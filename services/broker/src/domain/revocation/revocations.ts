@@ -25,7 +25,12 @@ export interface RevocationOutcome {
 export interface RevocationDeps {
   readonly store: Pick<
     RevocationStore,
-    'liveTokensOfSession' | 'findToken' | 'sessionExists' | 'findSandbox' | 'replaceSigningKey'
+    | 'liveTokensOfSession'
+    | 'findToken'
+    | 'sessionExists'
+    | 'findSandbox'
+    | 'replaceSigningKey'
+    | 'markRevoked'
   >;
   readonly provider: Pick<SandboxProvider, 'revoke' | 'rotateKey'>;
   readonly vault: Pick<KeyVault, 'sealSigningKey' | 'forget'>;
@@ -39,11 +44,13 @@ function goneIsDone(err: unknown): void {
   throw err;
 }
 
-/** Puts `tokens` on their sandboxes' revocation lists; the sandbox ids told. */
+/** Marks `tokens` revoked and puts them on their sandboxes' revocation lists; the sandbox ids told. */
 async function revokeTokens(
-  provider: RevocationDeps['provider'],
+  { store, provider, now }: Pick<RevocationDeps, 'store' | 'provider' | 'now'>,
   tokens: readonly LiveToken[],
 ): Promise<string[]> {
+  // First the mark introspection reads (opaque tokens, D20): refused at once, whatever the agent.
+  if (tokens.length > 0) await store.markRevoked({ jtis: tokens.map((token) => token.jti) }, new Date(now()));
   const bySandbox = new Map<string, Revocation['jtis'][number][]>();
   for (const token of tokens) {
     const list = bySandbox.get(token.audience) ?? [];
@@ -62,7 +69,7 @@ export async function revokeSessionTokens(
   sessionId: string,
 ): Promise<number> {
   const tokens = await deps.store.liveTokensOfSession(sessionId, new Date(deps.now()));
-  await revokeTokens(deps.provider, tokens);
+  await revokeTokens(deps, tokens);
   return tokens.length;
 }
 
@@ -91,18 +98,18 @@ export class Revocations {
   }
 
   async #revoke(target: RevocationTarget): Promise<RevocationOutcome> {
-    const { store, provider } = this.deps;
+    const { store } = this.deps;
     if ('jti' in target) {
       const token = await store.findToken(target.jti);
       if (token === null) throw new SbxError('NOT_FOUND', 'no token with this jti was issued');
-      const sandboxIds = await revokeTokens(provider, [token]);
+      const sandboxIds = await revokeTokens(this.deps, [token]);
       return { sandboxIds, revokedTokens: 1, keyRotated: false };
     }
     if ('session_id' in target) {
       if (!(await store.sessionExists(target.session_id)))
         throw new SbxError('SESSION_NOT_FOUND', `session ${target.session_id} does not exist`);
       const tokens = await store.liveTokensOfSession(target.session_id, new Date(this.deps.now()));
-      const sandboxIds = await revokeTokens(provider, tokens);
+      const sandboxIds = await revokeTokens(this.deps, tokens);
       return { sandboxIds, revokedTokens: tokens.length, keyRotated: false };
     }
     return this.#rotate(target.sandbox_id);
@@ -121,6 +128,7 @@ export class Revocations {
       vault.forget(sandboxId); // sealing cached the new key: the stored one is still the old
       throw err;
     }
+    await store.markRevoked({ sandboxId }, new Date(now()));
     await provider.rotateKey(sandboxId, key);
     await provider.revoke(sandboxId, { jtis: [], notBefore: new Date(now()) });
     return { sandboxIds: [sandboxId], revokedTokens: 0, keyRotated: true };

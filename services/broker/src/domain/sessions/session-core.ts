@@ -2,6 +2,7 @@
 // lookups, and the audit wrapper that writes one row per operation whether it
 // succeeds or is refused.
 import type { Logger } from '@sbx/service-kit';
+import type { TokenFormat } from '@sbx/tokens';
 import type { SandboxProvider } from '../../providers/provider.js';
 import type { Repositories, SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import {
@@ -28,6 +29,8 @@ export type SessionRepositories = Pick<
 export interface SessionSettings {
   /** `iss` of capability tokens; the agents accept this issuer (default `sbx-broker`). */
   readonly tokenIssuer: string;
+  /** `jwt` (default) or `opaque` tokens, checked by the agent through introspection (D20). */
+  readonly tokenFormat: TokenFormat;
   /** Token lifetime when the request names none, clamped to the tenant's maximum (default 900). */
   readonly defaultTokenTtlSeconds: number;
   /** Lease and hard TTL for tenants without a stored policy (defaults 900 and 28 800). */
@@ -42,6 +45,7 @@ export interface SessionSettings {
 
 export const DEFAULT_SESSION_SETTINGS: SessionSettings = Object.freeze({
   tokenIssuer: 'sbx-broker',
+  tokenFormat: 'jwt',
   defaultTokenTtlSeconds: 900,
   idleTimeoutSeconds: 900,
   hardTtlSeconds: 28_800,

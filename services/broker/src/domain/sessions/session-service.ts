@@ -87,6 +87,7 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     audit,
     issuer: settings.tokenIssuer,
     now,
+    format: settings.tokenFormat,
   });
   const core: SessionCore = {
     repositories,

@@ -1,12 +1,13 @@
 // Capability tokens for a binding, signed with its sandbox's own key. Every
 // token is recorded (token_issuances, by jti) and audited before it is handed
-// out: a token the broker cannot trace is not issued.
+// out: a token the broker cannot trace is not issued. In opaque mode (D20) the
+// holder gets a random string instead, and the row keeps its hash.
 //
 // Claims: `aud` is the sandbox id, `sub` the actor the binding is for (what the
 // agent logs: the human or agent acting, not the service that asked),
 // `session_id` the binding id, `thread_id` for thread scopes.
 import type { CapabilityScope } from '@sbx/protocol';
-import { mintCapabilityToken } from '@sbx/tokens';
+import { mintCapabilityToken, newOpaqueToken, opaqueTokenHash, type TokenFormat } from '@sbx/tokens';
 import type { NewTokenIssuance, SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import type { KeyVault } from '../keys/key-vault.js';
@@ -26,6 +27,8 @@ export interface SessionTokensDeps {
   readonly audit: AuditTrail;
   readonly issuer: string;
   readonly now: () => number;
+  /** `opaque`: a random token standing for the claims, which only the broker keeps (D20). */
+  readonly format?: TokenFormat;
 }
 
 export class SessionTokens {
@@ -53,6 +56,8 @@ export class SessionTokens {
     });
     const { claims } = minted;
     const issuedAt = new Date(claims.iat * 1000);
+    // Opaque mode: the same claims, kept by the broker; the holder gets a random string.
+    const token = this.deps.format === 'opaque' ? newOpaqueToken() : minted.token;
     // Queued together, so the group commit writes both in one transaction.
     await Promise.all([
       issuances.record({
@@ -65,6 +70,7 @@ export class SessionTokens {
         requestId: context.requestId,
         issuedAt,
         expiresAt: minted.expiresAt,
+        ...(token === minted.token ? {} : { tokenHash: opaqueTokenHash(token) }),
       }),
       audit.record('token.issue', 'ok', context, {
         actor: { type: binding.actorType, id: binding.actorId },
@@ -77,7 +83,7 @@ export class SessionTokens {
       }),
     ]);
     return {
-      token: minted.token,
+      token,
       jti: claims.jti,
       scopes,
       issuedAt,

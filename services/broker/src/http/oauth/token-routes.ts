@@ -71,7 +71,7 @@ export function tokenRoutes(deps: TokenRoutesDeps): Router {
 }
 
 /** RFC 6749 §5.1: token responses are never cached, refusals included. */
-const noStore: RequestHandler = (_req, res, next) => {
+export const noStore: RequestHandler = (_req, res, next) => {
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
   next();
@@ -89,7 +89,7 @@ function rateLimitByAddress(limiter: RateLimiter): RequestHandler {
   };
 }
 
-const requireForm = oauthErrors((req, _res, next) => {
+export const requireForm = oauthErrors((req, _res, next) => {
   if (req.is(FORM) !== FORM) throw new OAuthError('invalid_request', `the request body must be ${FORM}`);
   next();
 });
@@ -121,7 +121,7 @@ const refusedActor = (err: unknown): boolean =>
 type Handler = (req: Request, res: Response, next: () => void) => void | Promise<void>;
 
 /** OAuthError → its status and RFC body; anything else to the broker's error middleware. */
-function oauthErrors(handler: Handler): RequestHandler {
+export function oauthErrors(handler: Handler): RequestHandler {
   return async (req, res, next) => {
     try {
       await handler(req, res, next);
