@@ -73,8 +73,38 @@ export async function receiveUpload(
       .setHeader('Last-Modified', result.stats.mtime.toUTCString())
       .json(pathInfo(target, result.stats));
   } catch (err) {
-    // The rest of an unread body is not worth receiving: answer, then drop the connection.
+    // A client still sending would get EPIPE instead of the answer: read off a bounded rest
+    // first; past the bound, answer and drop the connection.
+    if (!req.complete) await drainBody(req, DRAIN_MAX_BYTES, DRAIN_MAX_MS);
     if (!req.complete) res.setHeader('Connection', 'close');
     throw err;
   }
+}
+
+const DRAIN_MAX_BYTES = 32 * 1024 * 1024;
+const DRAIN_MAX_MS = 2_000;
+
+function drainBody(req: Request, maxBytes: number, maxMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (): void => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('close', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > maxBytes) {
+        req.pause();
+        done();
+      }
+    };
+    const timer = setTimeout(done, maxMs);
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('close', done);
+    req.resume();
+  });
 }
