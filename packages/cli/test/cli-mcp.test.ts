@@ -11,6 +11,7 @@ import {
   connectStdio,
   errorCode,
   exerciseAllTools,
+  TOOL_COUNT,
   firstMatch,
 } from '../../mcp/test/mcp-support.js';
 import { CliStore, isDeviceLogin } from '../src/store.js';
@@ -46,7 +47,7 @@ describe('sbx mcp with an API key login', () => {
   it(
     'lists the tools and calls each with the stored key',
     async () => {
-      expect(await exerciseAllTools(await sbxMcp(cli.home), 'thr_cli_mcp')).toHaveLength(8);
+      expect(await exerciseAllTools(await sbxMcp(cli.home), 'thr_cli_mcp')).toHaveLength(TOOL_COUNT);
     },
     SLOW,
   );
@@ -61,7 +62,7 @@ describe('sbx mcp with an API key login', () => {
         const client = await sbxMcp(bad.home);
         const refused = await callTool(client, 'environment_acquire', { thread_id: 'thr_x' });
         expect(errorCode(refused)).toBe('UNAUTHENTICATED');
-        expect((await client.listTools()).tools).toHaveLength(8);
+        expect((await client.listTools()).tools).toHaveLength(TOOL_COUNT);
       } finally {
         bad.close();
       }

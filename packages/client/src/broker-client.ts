@@ -9,10 +9,18 @@ import {
   ThreadSandboxResponse,
   type FullNegotiateBodyInput,
   type MvpNegotiateBody,
+  type ExecuteCodeResult,
   type ThreadSandboxRequestInput,
 } from '@sbx/protocol';
 import { BadRequestError } from './errors.js';
 import { readEnvDefaults } from './client-config.js';
+import {
+  executeCodeBody,
+  postExecuteCode,
+  sessionExecuteCodeBody,
+  type CodeToRun,
+  type ExecuteCodeCall,
+} from './execute-code.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 
@@ -146,6 +154,25 @@ export class BrokerClient {
       what: 'release session',
     } as const;
     await httpCall(this.#endpoint, request, options);
+  }
+
+  /**
+   * Runs a snippet in the sandbox of a thread (or scope), creating it on first use: the
+   * agent-facing `execute_code` tool (`POST /v1/execute_code`, caller scope `exec:sandbox`).
+   * Resolves with the result also when the code failed or a cap fired (`ok: false`).
+   */
+  executeCode(call: ExecuteCodeCall, options: CallOptions = {}): Promise<ExecuteCodeResult> {
+    return postExecuteCode(this.#endpoint, 'v1/execute_code', executeCodeBody(call), call, options);
+  }
+
+  /** `executeCode` in the sandbox of a session of this caller's (`…/sessions/{id}/execute_code`). */
+  executeCodeInSession(
+    sessionId: string,
+    call: CodeToRun,
+    options: CallOptions = {},
+  ): Promise<ExecuteCodeResult> {
+    const path = sessionPath(sessionId, '/execute_code');
+    return postExecuteCode(this.#endpoint, path, sessionExecuteCodeBody(call), call, options);
   }
 
   /** Hybrid-seed thread routes: negotiate, refresh with proof of possession, heartbeat, release. */

@@ -1,5 +1,7 @@
-import type { HeartbeatResponse, SessionResponse } from '@sbx/protocol';
+import type { ExecuteCodeResult, HeartbeatResponse, SessionResponse } from '@sbx/protocol';
 import type { BrokerClient, NegotiateOptions, NegotiateTarget } from './broker-client.js';
+import type { CodeToRun } from './execute-code.js';
+import type { CallOptions } from './http-client.js';
 import { RefreshingCredentials, type Credential } from './credentials.js';
 import { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 import { workspacePathOf } from './workspace.js';
@@ -96,6 +98,15 @@ export class BrokerSession implements AsyncDisposable {
       endpoints: () => this.#endpoints,
       tokens: this.credentials,
     });
+  }
+
+  /**
+   * Runs a snippet in this session's sandbox through the broker (`execute_code`: caller
+   * scope `exec:sandbox`, the tenant's caps, one audited invocation per call). Resolves
+   * with the result also when the code failed or a cap fired (`ok: false`).
+   */
+  executeCode(call: CodeToRun, options: CallOptions = {}): Promise<ExecuteCodeResult> {
+    return this.broker.executeCodeInSession(this.sessionId, call, options);
   }
 
   /** Extends the lease (resuming an idle or suspended sandbox) and adopts its current endpoints. */

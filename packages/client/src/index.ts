@@ -12,6 +12,20 @@ export {
   type NegotiateTarget,
 } from './broker-client.js';
 export { BrokerSession, type SessionOptions } from './broker-session.js';
+export {
+  EXECUTE_CODE_MARGIN_MS,
+  executeCodeHint,
+  type CodeToRun,
+  type ExecuteCodeCall,
+  type ExecuteCodeTarget,
+} from './execute-code.js';
+export type {
+  CapDimension,
+  ExecuteCodeError,
+  ExecuteCodeExitStatus,
+  ExecuteCodeLanguage,
+  ExecuteCodeResult,
+} from '@sbx/protocol';
 export { DEFAULT_WORKSPACE_PATH, workspacePathOf } from './workspace.js';
 export { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 export { FilesApi, type WriteOptions } from './files-api.js';

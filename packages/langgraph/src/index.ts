@@ -10,3 +10,13 @@ export {
 export { STATE_ROUTES, sandboxWithStateRoutes } from './composite.js';
 export { TIMEOUT_EXIT_CODE } from './execute.js';
 export type { ThreadSandbox } from './sessions.js';
+export {
+  EXECUTE_CODE_DESCRIPTION,
+  EXECUTE_CODE_TOOL_NAME,
+  createExecuteCodeTool,
+  executeCodeToolText,
+  type ExecuteCodeTool,
+  type ExecuteCodeToolArgs,
+  type ExecuteCodeToolOptions,
+  type ExecuteCodeToolView,
+} from './execute-code-tool.js';

@@ -99,13 +99,18 @@ export class CallerEnvironments {
   }
 
   /** Runs `use` on the thread's sandbox; a failure that makes the session stale forgets it. */
-  async withSandbox<T>(
+  withSandbox<T>(
     thread: string | undefined,
     use: (sandbox: SandboxClient, session: BrokerSession) => Promise<T>,
   ): Promise<T> {
+    return this.withSession(thread, (session) => use(session.sandbox(), session));
+  }
+
+  /** Runs `use` on the thread's session; a failure that makes the session stale forgets it. */
+  async withSession<T>(thread: string | undefined, use: (session: BrokerSession) => Promise<T>): Promise<T> {
     const session = await this.session(thread);
     try {
-      return await use(session.sandbox(), session);
+      return await use(session);
     } catch (err) {
       if (err instanceof SbxError && STALE_CODES.has(err.code)) this.#forget(session);
       throw err;

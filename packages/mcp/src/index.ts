@@ -5,6 +5,7 @@ export {
   type EnvironmentOptions,
 } from './environments.js';
 export { environmentView } from './environment-tools.js';
+export { executeCodeAnswer } from './code-tools.js';
 export { guarded, toolError, toolResult } from './results.js';
 export {
   SERVER_INFO,

@@ -1,13 +1,14 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { registerCodeTools } from './code-tools.js';
 import { registerEnvironmentTools } from './environment-tools.js';
 import { CallerEnvironments, type EnvironmentOptions } from './environments.js';
 import { registerSandboxTools } from './sandbox-tools.js';
 
 export const SERVER_INFO = { name: 'sbx-sandbox', version: '0.1.0' } as const;
 
-/** The eight tools, in the order they are registered (docs/mcp.md#tools). */
+/** The nine tools, in the order they are registered (docs/mcp.md#tools). */
 export const TOOL_NAMES = [
   'environment_acquire',
   'environment_refresh',
@@ -17,6 +18,7 @@ export const TOOL_NAMES = [
   'write_file',
   'list_files',
   'run_command',
+  'execute_code',
 ] as const;
 
 export interface ServerHooks {
@@ -34,12 +36,13 @@ const logInternal = (err: unknown): void => {
 export function createSandboxMcpServer(environments: CallerEnvironments, hooks: ServerHooks = {}): McpServer {
   const server = new McpServer(SERVER_INFO, {
     instructions:
-      'Sandboxes bound to threads. Call environment_acquire with a thread_id, then the file and command tools; ' +
-      'paths are relative to the workspace or absolute inside it. environment_release when done.',
+      'Sandboxes bound to threads. Call environment_acquire with a thread_id, then the file, command and ' +
+      'execute_code tools; paths are relative to the workspace or absolute inside it. environment_release when done.',
   });
   const onInternal = hooks.onInternalError ?? logInternal;
   registerEnvironmentTools(server, environments, onInternal);
   registerSandboxTools(server, environments, onInternal);
+  registerCodeTools(server, environments, onInternal);
   return server;
 }
 

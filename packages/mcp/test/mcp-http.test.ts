@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { BrokerClient } from '@sbx/client';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
 import { startMcpHttpServer, type RunningHttp } from '../src/index.js';
-import { callTool, closeClients, connectHttp, errorCode, exerciseAllTools } from './mcp-support.js';
+import {
+  callTool,
+  closeClients,
+  connectHttp,
+  errorCode,
+  exerciseAllTools,
+  TOOL_COUNT,
+} from './mcp-support.js';
 
 const SLOW = 120_000;
 /** What an agent's caller needs: attach, create, run processes; no admin (which sees every owner). */
@@ -37,7 +44,7 @@ describe('MCP over Streamable HTTP', () => {
   it(
     "lists the tools and calls each with the caller's own API key",
     async () => {
-      expect(await exerciseAllTools(await connect(alice), 'thr_mcp_http')).toHaveLength(8);
+      expect(await exerciseAllTools(await connect(alice), 'thr_mcp_http')).toHaveLength(TOOL_COUNT);
     },
     SLOW,
   );
@@ -46,7 +53,7 @@ describe('MCP over Streamable HTTP', () => {
     'a wrong bearer is an MCP tool error UNAUTHENTICATED, and the server goes on',
     async () => {
       const stranger = await connect('sbk_not-a-key');
-      expect((await stranger.listTools()).tools).toHaveLength(8);
+      expect((await stranger.listTools()).tools).toHaveLength(TOOL_COUNT);
       const refused = await callTool(stranger, 'environment_acquire', { thread_id: 'thr_mcp_bad' });
       expect(errorCode(refused)).toBe('UNAUTHENTICATED');
       expect(refused.text).toMatch(/^UNAUTHENTICATED: /);

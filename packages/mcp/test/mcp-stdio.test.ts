@@ -9,6 +9,7 @@ import {
   connectStdio,
   errorCode,
   exerciseAllTools,
+  TOOL_COUNT,
 } from './mcp-support.js';
 
 const SLOW = 120_000;
@@ -36,7 +37,7 @@ describe('MCP over stdio (packages/mcp/src/stdio-main.ts)', () => {
     "lists the tools and calls each with the starting user's key",
     async () => {
       const key = await real.harness.apiKey({ scopes: ['write:sandbox', 'exec:sandbox'] });
-      expect(await exerciseAllTools(await spawnServer(key), 'thr_mcp_stdio')).toHaveLength(8);
+      expect(await exerciseAllTools(await spawnServer(key), 'thr_mcp_stdio')).toHaveLength(TOOL_COUNT);
     },
     SLOW,
   );
@@ -47,7 +48,7 @@ describe('MCP over stdio (packages/mcp/src/stdio-main.ts)', () => {
       const client = await spawnServer('sbk_not-a-key');
       const refused = await callTool(client, 'environment_acquire', { thread_id: 'thr_mcp_stdio_bad' });
       expect(errorCode(refused)).toBe('UNAUTHENTICATED');
-      expect((await client.listTools()).tools).toHaveLength(8);
+      expect((await client.listTools()).tools).toHaveLength(TOOL_COUNT);
       const ran = await callTool(client, 'run_command', { thread_id: 'x', command: 'true' });
       expect(errorCode(ran)).toBe('UNAUTHENTICATED');
     },

@@ -10,6 +10,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_NAMES } from '../src/index.js';
 
+/** How many tools the server lists. */
+export const TOOL_COUNT = TOOL_NAMES.length;
+
 /** The SDK's clients a test opened; `closeClients` in its afterAll. */
 const opened: Client[] = [];
 
@@ -137,6 +140,9 @@ export async function exerciseAllTools(client: Client, thread: string): Promise<
   const refreshed = await callTool(client, 'environment_refresh', {});
   expect(refreshed).toMatchObject({ isError: false, data: { session_id: acquired.data['session_id'] } });
   expect(Date.parse(String(refreshed.data['expires_at']))).toBeGreaterThan(Date.now());
+
+  const computed = await callTool(client, 'execute_code', { thread_id: thread, code: 'print(6 * 7)' });
+  expect(computed).toMatchObject({ isError: false, data: { ok: true, exit_status: 'ok', stdout: '42\n' } });
 
   const released = await callTool(client, 'environment_release', { thread_id: thread });
   expect(released.data).toEqual({

@@ -30,6 +30,12 @@ const TENANT_FIELDS = {
   cpu_millicores: Count,
   max_file_size_mb: Count,
   max_disk_mb: Count,
+  /** execute_code calls per UTC day for the tenant; 0 is a kill switch (docs/execute-code.md). */
+  execute_code_daily_cap: z.number().int().min(0).max(100_000_000),
+  /** execute_code calls per UTC hour for one agent of the tenant; 0 is a kill switch. */
+  execute_code_agent_hourly_cap: z.number().int().min(0).max(100_000_000),
+  /** Days sandbox_invocations rows are kept; the database refuses more than 180. */
+  invocation_retention_days: z.number().int().min(1).max(180),
 };
 
 export const TenantPolicy = z.object({

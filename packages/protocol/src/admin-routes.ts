@@ -13,6 +13,7 @@ import {
   AdminSessionQuery,
 } from './admin.js';
 import { ADMIN_CONFIG_ROUTES, ADMIN_ERRORS } from './admin-config-routes.js';
+import { ADMIN_INVOCATION_ROUTES } from './admin-invocations.js';
 import { ADMIN_USAGE_ROUTES } from './admin-usage.js';
 import type { RouteSpec } from './routes.js';
 
@@ -71,4 +72,5 @@ export const ADMIN_ROUTES = {
   ...ADMIN_SANDBOX_ROUTES,
   ...ADMIN_CONFIG_ROUTES,
   ...ADMIN_USAGE_ROUTES,
+  ...ADMIN_INVOCATION_ROUTES,
 } as const satisfies Record<string, RouteSpec>;

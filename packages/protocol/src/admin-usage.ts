@@ -55,12 +55,13 @@ export const UsageRow = z.object({
   sessions: Count,
   /** Capability tokens issued that day (negotiation, refresh, exchange). */
   tokens_minted: Count,
-  /** null: not collected yet (the agent does not report them to the broker). */
-  commands_run: Count.nullable(),
-  file_bytes_in: Count.nullable(),
-  file_bytes_out: Count.nullable(),
-  /** null until execute_code exists. */
-  execute_code_calls: Count.nullable(),
+  /** Programs started by the tenant's agents (their counters, collected by the broker). */
+  commands_run: Count,
+  /** Bytes written by file uploads, and bytes of file content served, by the agents. */
+  file_bytes_in: Count,
+  file_bytes_out: Count,
+  /** `execute_code` calls (rows of sandbox_invocations created that day). */
+  execute_code_calls: Count,
 });
 export type UsageRow = z.infer<typeof UsageRow>;
 

@@ -131,11 +131,44 @@ export const AdminAuditEvent = z.object({
 });
 export type AdminAuditEvent = z.infer<typeof AdminAuditEvent>;
 
+const AgentCount = z.number().int().nonnegative();
+
+/** The agent's counters since it started (its `boot_id`): they restart at 0 with the agent. */
+export const AgentUsage = z.object({
+  commands_run: AgentCount,
+  file_bytes_in: AgentCount,
+  file_bytes_out: AgentCount,
+});
+export type AgentUsage = z.infer<typeof AgentUsage>;
+
+/** A background process, or a one-shot exec still running; `command` cut to 200 characters. */
+export const AgentProcess = z.object({
+  id: z.string(),
+  command: z.string(),
+  started_at: Timestamp,
+  running: z.boolean(),
+});
+export type AgentProcess = z.infer<typeof AgentProcess>;
+
+export const AgentShell = z.object({ id: z.string(), opened_at: Timestamp });
+export type AgentShell = z.infer<typeof AgentShell>;
+
+/** What the sandbox's agent reported when asked for the detail (its authenticated `/healthz`). */
+export const AdminSandboxAgent = z.object({
+  reported_at: Timestamp,
+  processes: z.array(AgentProcess),
+  shells: z.array(AgentShell),
+  usage: AgentUsage,
+});
+export type AdminSandboxAgent = z.infer<typeof AdminSandboxAgent>;
+
 export const AdminSandboxDetail = AdminSandbox.extend({
   bindings: z.array(AdminSession),
   state_history: z.array(AdminStateEntry),
   tokens: z.array(AdminTokenIssuance),
   recent_audit: z.array(AdminAuditEvent),
+  /** null: the sandbox is not running, or its agent did not answer within ~2 s. */
+  agent: AdminSandboxAgent.nullable(),
 });
 export type AdminSandboxDetail = z.infer<typeof AdminSandboxDetail>;
 

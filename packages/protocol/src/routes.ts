@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ADMIN_ROUTES } from './admin-routes.js';
 import type { ErrorCode } from './errors.js';
+import { ExecuteCodeRequest, ExecuteCodeResult, SessionExecuteCodeRequest } from './execute-code.js';
 import { RevocationRequest, RevocationResponse } from './revocation.js';
 import {
   IntrospectionRequest,
@@ -213,6 +214,32 @@ export const ROUTES = {
     body: IntrospectionRequest,
     response: IntrospectionResponse,
     errors: ['BAD_REQUEST', 'UNAUTHENTICATED'],
+  },
+  executeCode: {
+    method: 'POST',
+    path: '/v1/execute_code',
+    summary:
+      "execute_code for agents: run code in the thread's (or scope's) sandbox; 200 with the tool's result whenever the call was accepted",
+    params: NoPathParams,
+    body: ExecuteCodeRequest,
+    response: ExecuteCodeResult,
+    errors: ['BAD_REQUEST', ...AUTH_ERRORS, 'RATE_LIMITED'],
+  },
+  sessionExecuteCode: {
+    method: 'POST',
+    path: '/v1/sandbox/sessions/{session_id}/execute_code',
+    summary: "execute_code in the session's sandbox (the caller's binding; its token needs process)",
+    params: SessionPathParams,
+    body: SessionExecuteCodeRequest,
+    response: ExecuteCodeResult,
+    errors: [
+      'BAD_REQUEST',
+      ...AUTH_ERRORS,
+      'SESSION_NOT_FOUND',
+      'BINDING_NOT_FOUND',
+      'SESSION_EXPIRED',
+      'RATE_LIMITED',
+    ],
   },
   ...ADMIN_ROUTES,
   adminRevoke: {

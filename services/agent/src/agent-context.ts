@@ -4,6 +4,7 @@ import type { Launcher } from './adapters/launcher.js';
 import type { PathGuard } from './domain/files/path-guard.js';
 import type { KeySource } from './adapters/key-source.js';
 import type { AgentMetrics } from './domain/metrics/agent-metrics.js';
+import type { FeatureReport } from './domain/metrics/usage-counters.js';
 import type { Authenticator } from './http/authenticator.js';
 import type { WsRoute } from './http/ws/ws-session.js';
 
@@ -33,6 +34,8 @@ export interface AgentFeature {
   readonly wsRoutes?: readonly WsRoute[];
   /** Counters reported by /healthz, e.g. `{ shells: 2 }`. */
   readonly stats?: () => Readonly<Record<string, number>>;
+  /** Its counters and what runs, for a token holder's /healthz (domain/metrics/usage-counters.ts). */
+  readonly report?: () => FeatureReport;
   /** Stops everything the feature started (processes, shells, watchers). */
   readonly close?: () => Promise<void>;
 }

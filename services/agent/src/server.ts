@@ -55,6 +55,7 @@ export async function startAgentServer(
     now: ctx.now,
     authTimeoutMs: options.wsAuthTimeoutMs,
     maxUnauthenticated: options.wsMaxUnauthenticated,
+    metrics: ctx.metrics,
     allowedOrigins: options.allowedOrigins ?? [],
   });
   await new Promise<void>((resolve, reject) => {

@@ -24,6 +24,7 @@ import { startBrokerLoops } from './broker-loops.js';
 import { brokerObservability } from './broker-observability.js';
 import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.js';
 import { brokerRoutes } from './broker-routes.js';
+import type { CodeRunner } from './domain/execute-code/code-runner.js';
 import { BROKER_VERSION } from './version.js';
 
 export interface BrokerSettings {
@@ -44,6 +45,10 @@ export interface BrokerSettings {
   readonly loops?: boolean | undefined;
   /** METRICS_TOKEN: /metrics then needs `Authorization: Bearer <token>` (docs/operations.md). */
   readonly metricsToken?: string | undefined;
+  /** Between two reads of the agents' usage counters (default 60 s). */
+  readonly usageCollectIntervalMs?: number | undefined;
+  /** execute_code: the address-space limit of one run, and how agents are reached (tests). */
+  readonly executeCode?: { readonly memoryLimitMb?: number; readonly runner?: CodeRunner } | undefined;
 }
 
 export interface Broker {
@@ -103,6 +108,8 @@ export async function assembleBroker(
     clock,
     logger,
     metrics,
+    codeRunner: settings.executeCode?.runner,
+    executeCodeMemoryMb: settings.executeCode?.memoryLimitMb,
     admin: {
       prisma: database.prisma,
       provider,
@@ -133,6 +140,7 @@ export async function assembleBroker(
     idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000,
     start: settings.loops ?? true,
     metrics,
+    usageCollectIntervalMs: settings.usageCollectIntervalMs,
   });
 
   const app = createApp({

@@ -1,9 +1,10 @@
-// The broker's background loops: the lease reaper (docs/lifecycle.md) and the
-// purge of expired idempotency records.
+// The broker's background loops: the lease reaper (docs/lifecycle.md), the
+// purge of expired idempotency records and the agents' usage collector (docs/admin.md).
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from './adapters/redis/coordination.js';
 import { createLeaseReaper, type LeaseReaper, type ReaperReport } from './domain/lifecycle/lease-reaper.js';
 import type { BrokerMetrics } from './domain/metrics/broker-metrics.js';
+import { createUsageCollector, type UsageCollector } from './domain/admin/usage-collector.js';
 import type { SandboxProvider } from './providers/provider.js';
 import type { Repositories } from './store/index.js';
 import type { ReaperRepository } from './store/reaper-repository.js';
@@ -11,7 +12,10 @@ import type { ReaperRepository } from './store/reaper-repository.js';
 export const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
 
 export interface BrokerLoopsDeps {
-  readonly repositories: Pick<Repositories, 'audit' | 'idempotency'>;
+  readonly repositories: Pick<
+    Repositories,
+    'audit' | 'idempotency' | 'usageCounters' | 'invocations' | 'executeCodeQuota'
+  >;
   readonly reaperRepository: ReaperRepository;
   readonly provider: SandboxProvider;
   readonly coordination: Coordination;
@@ -23,6 +27,8 @@ export interface BrokerLoopsDeps {
   readonly start: boolean;
   /** Told what each round of the reaper loop did. */
   readonly metrics?: Pick<BrokerMetrics, 'reaped'> | undefined;
+  /** Between two collections of the agents' usage counters; default 60 s. */
+  readonly usageCollectIntervalMs?: number | undefined;
 }
 
 function countRound(metrics: Pick<BrokerMetrics, 'reaped'>, report: ReaperReport): void {
@@ -33,16 +39,26 @@ function countRound(metrics: Pick<BrokerMetrics, 'reaped'>, report: ReaperReport
 export interface BrokerLoops {
   /** Started unless the loops are off; `runOnce()` runs a round either way. */
   readonly reaper: LeaseReaper;
-  /** Ends both loops; the reaper round under way has finished. */
+  /** Started with the reaper; `collectOnce()` runs a round either way. */
+  readonly usage: UsageCollector;
+  /** Ends the loops; the reaper round under way has finished, a last usage round has run. */
   stop(): Promise<void>;
 }
 
 export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
   const { repositories, logger } = deps;
+  const usage = createUsageCollector({
+    repository: repositories.usageCounters,
+    provider: deps.provider,
+    clock: deps.clock,
+    logger,
+    intervalMs: deps.usageCollectIntervalMs,
+  });
   const reaper = createLeaseReaper({
     repository: deps.reaperRepository,
     audit: repositories.audit,
-    provider: deps.provider,
+    // A sandbox the reaper suspends or terminates has its agent's last counters collected first.
+    provider: usage.beforeEnding(deps.provider),
     coordination: deps.coordination,
     clock: deps.clock,
     logger,
@@ -52,18 +68,48 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
   let purge: NodeJS.Timeout | undefined;
   if (deps.start) {
     reaper.start();
-    purge = setInterval(() => {
-      repositories.idempotency
-        .purgeExpired()
-        .catch((err: unknown) => logger.warn({ err }, 'idempotency purge failed'));
-    }, IDEMPOTENCY_PURGE_MS);
+    usage.start();
+    purge = setInterval(() => void purgeRound(deps), IDEMPOTENCY_PURGE_MS);
     purge.unref();
   }
   return {
     reaper,
+    usage,
     async stop() {
       clearInterval(purge);
       await reaper.stop();
+      // Before the provider closes: what the agents counted since the last round is kept.
+      await usage.stop();
     },
   };
+}
+
+/** Quota windows older than this can never be taken from again (the longest window is a day). */
+const QUOTA_WINDOW_KEPT_MS = 2 * 86_400_000;
+
+/**
+ * What expires: idempotency records, execute_code invocations past their retention
+ * (docs/execute-code.md "Audit") and quota windows that have ended. Each on its own,
+ * so one failing does not keep the others.
+ */
+export async function purgeRound(
+  deps: Pick<BrokerLoopsDeps, 'repositories' | 'clock' | 'logger'>,
+): Promise<void> {
+  const { repositories, logger } = deps;
+  const now = deps.clock();
+  await Promise.all([
+    repositories.idempotency
+      .purgeExpired()
+      .catch((err: unknown) => logger.warn({ err }, 'idempotency purge failed')),
+    repositories.invocations
+      .purgeExpired(new Date(now))
+      .then((purged) => {
+        if (purged > 0) logger.info({ purged }, 'expired execute_code invocations purged');
+        return purged;
+      })
+      .catch((err: unknown) => logger.warn({ err }, 'invocation purge failed')),
+    repositories.executeCodeQuota
+      .purgeBefore(new Date(now - QUOTA_WINDOW_KEPT_MS))
+      .catch((err: unknown) => logger.warn({ err }, 'execute_code quota purge failed')),
+  ]);
 }

@@ -27,6 +27,9 @@ import { introspectionRoutes } from './http/oauth/introspection-routes.js';
 import { tokenRoutes } from './http/oauth/token-routes.js';
 import { sessionRoutes } from './http/sessions/session-routes.js';
 import { threadRoutes } from './http/threads/thread-routes.js';
+import { executeCodeRoutes } from './http/execute-code/execute-code-routes.js';
+import { httpCodeRunner, type CodeRunner } from './domain/execute-code/code-runner.js';
+import { ExecuteCodeService } from './domain/execute-code/execute-code-service.js';
 import type { Repositories } from './store/index.js';
 
 export interface BrokerRoutesDeps {
@@ -34,8 +37,21 @@ export interface BrokerRoutesDeps {
   readonly audit: AuditTrail;
   readonly repositories: Pick<
     Repositories,
-    'apiKeys' | 'idempotency' | 'bindings' | 'sandboxes' | 'journal' | 'revocations' | 'tokens'
+    | 'apiKeys'
+    | 'idempotency'
+    | 'bindings'
+    | 'sandboxes'
+    | 'journal'
+    | 'revocations'
+    | 'tokens'
+    | 'policies'
+    | 'executeCodeQuota'
+    | 'invocations'
   >;
+  /** How execute_code reaches agents (default: HTTP `POST /v1/code`). */
+  readonly codeRunner?: CodeRunner | undefined;
+  /** Address-space limit of one execute_code run, MiB. */
+  readonly executeCodeMemoryMb?: number | undefined;
   readonly vault: KeyVault;
   readonly coordination: Coordination;
   readonly oidc: OidcVerifier | undefined;
@@ -86,5 +102,19 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
     tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
     introspectionRoutes(deps),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
+    executeCodeRoutes({ ...http, executeCode: executeCodeService(deps) }, deps.clock),
   ];
+}
+
+function executeCodeService(deps: BrokerRoutesDeps): ExecuteCodeService {
+  return new ExecuteCodeService({
+    sessions: deps.service,
+    policies: deps.repositories.policies,
+    quota: deps.repositories.executeCodeQuota,
+    invocations: deps.repositories.invocations,
+    runner: deps.codeRunner ?? httpCodeRunner,
+    logger: deps.logger,
+    now: deps.clock,
+    ...(deps.executeCodeMemoryMb === undefined ? {} : { memoryLimitMb: deps.executeCodeMemoryMb }),
+  });
 }

@@ -38,6 +38,10 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
         : { maxFailures: config.authFailuresPerMinute, windowMs: 60_000 },
     http: config.http,
     metricsToken: config.metricsToken,
+    usageCollectIntervalMs: config.usageCollectIntervalMs,
+    ...(config.executeCodeMemoryMb === undefined
+      ? {}
+      : { executeCode: { memoryLimitMb: config.executeCodeMemoryMb } }),
     bootstrapApiKey: config.bootstrapApiKey,
     // Embedded mode (no DATABASE_URL): the operator gets an admin key on the first start.
     generatedAdminKeyDir: config.databaseUrl === undefined ? config.dataDir : undefined,

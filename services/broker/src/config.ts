@@ -56,6 +56,10 @@ const BrokerEnv = z.object({
     .regex(/^(false|true|\d{1,2}|[0-9a-fA-F.:/, ]+|loopback|linklocal|uniquelocal)$/)
     .default('false'),
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
+  // How often the agents' usage counters are read (docs/admin.md "Usage").
+  USAGE_COLLECT_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
+  // Address-space limit of one execute_code run (docs/execute-code.md "Limits").
+  EXECUTE_CODE_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
 });
 
 const brokerRules: readonly EnvRule[] = [
@@ -98,6 +102,10 @@ export interface BrokerConfig {
   readonly http?: BrokerHttpHardening;
   /** Failed authentications one client address may make per minute before 429 (absent: 20). */
   readonly authFailuresPerMinute?: number;
+  /** Between two reads of the agents' usage counters (absent: 60 s). */
+  readonly usageCollectIntervalMs?: number;
+  /** execute_code's per-run memory limit, MiB (absent: 512). */
+  readonly executeCodeMemoryMb?: number;
 }
 
 /** CORS allowlist, HSTS and Express's `trust proxy` (docs/security.md, "Hardening"). */
@@ -156,5 +164,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
       trustProxy: trustProxyOf(e.TRUST_PROXY),
     },
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
+    usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
+    executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
   };
 }

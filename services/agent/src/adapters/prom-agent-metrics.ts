@@ -13,7 +13,7 @@ export function createPromAgentMetrics(registry: Registry = new Registry()): Age
   });
   const bytes = new Counter({
     name: 'sbx_agent_http_bytes_total',
-    help: 'Bytes moved by HTTP requests (headers included), by direction',
+    help: 'Bytes moved by HTTP requests and WebSocket streams (headers and frames included), by direction',
     labelNames: ['direction'] as const,
     registers,
   });

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { AgentContext, AgentFeature } from '../agent-context.js';
+import { mergeReports, newBootId } from '../domain/metrics/usage-counters.js';
 import { AGENT_VERSION } from '../version.js';
 import { authenticate, findCapability } from './capability.js';
 
@@ -23,9 +24,14 @@ function fullHealth(
   ctx: AgentContext,
   features: readonly AgentFeature[],
   startedAt: number,
+  bootId: string,
 ): Record<string, unknown> {
   const counts: Record<string, number> = {};
   for (const feature of features) Object.assign(counts, feature.stats?.() ?? {});
+  const report = mergeReports(
+    bootId,
+    features.flatMap((feature) => (feature.report === undefined ? [] : [feature.report()])),
+  );
   return {
     status: 'ok',
     sandbox_id: ctx.sandboxId,
@@ -35,19 +41,23 @@ function fullHealth(
     shells: counts['shells'] ?? 0,
     processes: counts['processes'] ?? 0,
     ...counts,
+    ...report,
   };
 }
 
 /**
  * `GET /healthz`. Anyone may learn that the agent is alive; only a holder of a token
  * for this sandbox (any capability) learns which sandbox it is, its version and what
- * runs in it, so whoever can reach the port cannot map agents to sandboxes.
+ * runs in it (`boot_id`, `usage`, `activity`: usage-counters.ts), so whoever can reach
+ * the port cannot map agents to sandboxes.
  */
 export function healthzHandlers(
   ctx: AgentContext,
   features: readonly AgentFeature[],
   startedAt: number,
 ): RequestHandler[] {
+  // The features' counters start with them, once per agent process: so does the boot id.
+  const bootId = newBootId();
   return [
     optionalBearer(ctx),
     (_req, res) => {
@@ -55,7 +65,7 @@ export function healthzHandlers(
       res.vary('Authorization');
       res.set('Cache-Control', 'no-store');
       if (findCapability(res) === undefined) res.json({ status: 'ok' });
-      else res.json(fullHealth(ctx, features, startedAt));
+      else res.json(fullHealth(ctx, features, startedAt, bootId));
     },
   ];
 }

@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SigningKey } from '@sbx/tokens';
 import type { AgentFeature } from '../../src/agent-context.js';
+import { execFeature } from '../../src/http/exec/exec-feature.js';
 import { startTestAgent, type TestAgent } from '../support/agent-harness.js';
+import { TestSocket } from '../support/ws-client.js';
 
 const OPERATOR = 'operator-metrics-token-0123';
 
@@ -77,5 +79,36 @@ describe('agent /metrics', () => {
         reason,
         sample(after, 'sbx_agent_auth_failures_total', { reason }) - (was[reason] ?? 0),
       ]).toEqual([reason, 1]);
+  });
+});
+
+describe('agent /metrics with WebSocket streams', () => {
+  let agent: TestAgent;
+  beforeAll(async () => {
+    agent = await startTestAgent({ features: (ctx) => [execFeature(ctx)], metricsToken: OPERATOR });
+  });
+  afterAll(async () => agent.close());
+
+  /** Bytes out so far, less what the scrapes themselves sent (each is counted by the next one). */
+  let scraped = 0;
+  const bytesOut = async (): Promise<number> => {
+    const res = await fetch(`${agent.httpUrl}/metrics`, { headers: { authorization: `Bearer ${OPERATOR}` } });
+    const text = await res.text();
+    const value = sample(text, 'sbx_agent_http_bytes_total', { direction: 'out' }) - scraped;
+    scraped += Buffer.byteLength(text) + 1024;
+    return value;
+  };
+
+  it('counts the bytes of WebSocket streams too, not only HTTP exchanges', async () => {
+    const before = await bytesOut();
+    const socket = await TestSocket.authed(`${agent.wsUrl}/v1/exec/ws`, agent.token(['process']));
+    socket.send({ type: 'start', cmd: 'head -c 300000 /dev/zero' });
+    await socket.next((frame) => frame['type'] === 'exit');
+    await socket.closed;
+    // The count is taken when the server side of the socket closes: wait for it.
+    const deadline = Date.now() + 10_000;
+    while ((await bytesOut()) - before < 300_000 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect((await bytesOut()) - before).toBeGreaterThanOrEqual(300_000);
   });
 });

@@ -7,6 +7,7 @@ import {
   sandboxExists,
   sandboxNotFound,
   type AgentExitListener,
+  type AgentReport,
   type Dataplane,
   type ProviderSandboxStatus,
   type Revocation,
@@ -56,6 +57,8 @@ export class FakeProvider implements SandboxProvider {
     | { readonly kind: 'revoke'; readonly sandboxId: string; readonly revocation: Revocation }
     | { readonly kind: 'rotateKey'; readonly sandboxId: string; readonly key: SigningKey }
   )[] = [];
+  /** What `inspect` answers for a running sandbox (nothing by default): set it per sandbox. */
+  readonly reports = new Map<string, AgentReport>();
   #nextHost = 1;
   #closed = false;
 
@@ -172,6 +175,11 @@ export class FakeProvider implements SandboxProvider {
   async status(sandboxId: string): Promise<ProviderSandboxStatus> {
     assertSandboxId(sandboxId);
     return this.#sandboxes.get(sandboxId)?.state ?? 'missing';
+  }
+
+  async inspect(sandboxId: string): Promise<AgentReport | undefined> {
+    assertSandboxId(sandboxId);
+    return this.#sandboxes.get(sandboxId)?.state === 'running' ? this.reports.get(sandboxId) : undefined;
   }
 
   /** Recorded only; its dataplane serves nobody whose tokens could be refused. */

@@ -1,6 +1,7 @@
 import { SbxError } from '@sbx/protocol';
 import type { SigningKey } from '@sbx/tokens';
 import { readinessBearer, spawnSandboxAgent, workspacePathOf } from './agent-launch.js';
+import { inspectAgent } from './agent-inspection.js';
 import type { AgentExit, AgentProcess } from './agent-process.js';
 import {
   beforeDeadline,
@@ -158,6 +159,10 @@ export class LocalProvider implements SandboxProvider {
     }
     if (this.#failed.has(sandboxId)) return 'failed';
     return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
+  }
+
+  inspect(sandboxId: string) {
+    return inspectAgent(sandboxId, this.#agents.get(sandboxId));
   }
 
   /** Merges into `revocations.json` next to the key file, which the agent watches. */

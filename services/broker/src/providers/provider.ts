@@ -1,4 +1,4 @@
-import { SbxError } from '@sbx/protocol';
+import { SbxError, type AgentProcess, type AgentShell, type AgentUsage } from '@sbx/protocol';
 import type { SigningKey } from '@sbx/tokens';
 import type { SandboxLimits } from './sandbox-limits.js';
 
@@ -37,6 +37,17 @@ export interface Revocation {
   readonly notBefore?: Date;
 }
 
+/**
+ * What a sandbox's agent says of itself: counters since it started (a new `bootId`
+ * when it restarted, its counters then begin again at 0) and what runs in it now.
+ */
+export interface AgentReport {
+  readonly bootId: string;
+  readonly usage: AgentUsage;
+  readonly processes: readonly AgentProcess[];
+  readonly shells: readonly AgentShell[];
+}
+
 export type ProviderSandboxStatus = 'starting' | 'running' | 'stopped' | 'failed' | 'missing';
 
 /**
@@ -59,6 +70,8 @@ export interface SandboxProvider {
   /** Ends the agent and deletes the workspace; a sandbox that is already gone is fine. */
   destroy(sandboxId: string): Promise<void>;
   status(sandboxId: string): Promise<ProviderSandboxStatus>;
+  /** The agent's report; undefined when its agent is not running or does not answer within ~2 s. */
+  inspect(sandboxId: string): Promise<AgentReport | undefined>;
   /**
    * Adds to the sandbox's revocation list; its agent refuses those tokens within 1 s, open
    * WebSockets included, running or not (a stopped agent reads the list when it starts).

@@ -1,6 +1,7 @@
 // The usage report's reads (docs/admin.md, "Usage"): state intervals from
 // `sandbox_state_changes` (one row per state entered, written by a trigger in the
-// transaction of the change), bindings and token issuances counted per UTC day.
+// transaction of the change), bindings, token issuances and execute_code calls
+// counted per UTC day, and the agents' counters summed per day by the usage collector.
 import { Prisma, type PrismaClient } from './generated/client.js';
 import { guard } from './db-errors.js';
 
@@ -27,6 +28,15 @@ export interface DailyCount {
   readonly count: number;
 }
 
+/** The agents' counters a tenant's sandboxes grew by that day (`tenant_usage_days`). */
+export interface DailyAgentUsage {
+  readonly tenantId: string;
+  readonly day: string;
+  readonly commandsRun: number;
+  readonly fileBytesIn: number;
+  readonly fileBytesOut: number;
+}
+
 /** The states whose time is accounted; terminated and failed cost nothing. */
 export const ACCOUNTED_STATES = ['provisioning', 'active', 'idle', 'suspended'] as const;
 
@@ -41,6 +51,8 @@ interface CountRow {
 
 const toCounts = (rows: CountRow[]): DailyCount[] =>
   rows.map((row) => ({ tenantId: row.tenant_id, day: row.day, count: row.count }));
+
+const dayOf = (at: Date): string => at.toISOString().slice(0, 10);
 
 export class AdminUsageQueries {
   constructor(private readonly prisma: PrismaClient) {}
@@ -98,5 +110,45 @@ export class AdminUsageQueries {
           GROUP BY 1, 2`,
       ),
     );
+  }
+
+  /** `execute_code` calls per tenant and day: rows of `sandbox_invocations` by `created_at`. */
+  invocationsPerDay(window: UsageWindow): Promise<DailyCount[]> {
+    return guard('count execute_code calls per day', async () =>
+      toCounts(
+        await this.prisma.$queryRaw<CountRow[]>`
+          SELECT tenant_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS count
+          FROM sandbox_invocations
+          WHERE created_at >= ${window.from} AND created_at < ${window.to}
+            ${tenantIs(Prisma.sql`tenant_id`, window.tenantId)}
+          GROUP BY 1, 2`,
+      ),
+    );
+  }
+
+  /** The agents' counters per tenant and day, as the usage collector summed them. */
+  agentUsagePerDay(window: UsageWindow): Promise<DailyAgentUsage[]> {
+    return guard('read agent usage per day', async () => {
+      const rows = await this.prisma.$queryRaw<
+        {
+          tenant_id: string;
+          day: string;
+          commands_run: bigint;
+          file_bytes_in: bigint;
+          file_bytes_out: bigint;
+        }[]
+      >`
+        SELECT tenant_id, to_char(day, 'YYYY-MM-DD') AS day, commands_run, file_bytes_in, file_bytes_out
+        FROM tenant_usage_days
+        WHERE day >= ${dayOf(window.from)}::date AND day < ${dayOf(window.to)}::date
+          ${tenantIs(Prisma.sql`tenant_id`, window.tenantId)}`;
+      return rows.map((row) => ({
+        tenantId: row.tenant_id,
+        day: row.day,
+        commandsRun: Number(row.commands_run),
+        fileBytesIn: Number(row.file_bytes_in),
+        fileBytesOut: Number(row.file_bytes_out),
+      }));
+    });
   }
 }

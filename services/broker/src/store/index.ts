@@ -3,7 +3,9 @@
 import type { PrismaClient } from './generated/client.js';
 import { ApiKeyRepository } from './api-key-repository.js';
 import { AuditRepository } from './audit-repository.js';
+import { ExecuteCodeQuotaRepository } from './execute-code-quota-repository.js';
 import { IdempotencyRepository } from './idempotency-repository.js';
+import { InvocationRepository } from './invocation-repository.js';
 import { JournalWriter } from './journal-writer.js';
 import { PolicyRepository } from './policy-repository.js';
 import { RevocationStore } from './revocation-store.js';
@@ -11,11 +13,14 @@ import { SandboxRepository } from './sandbox-repository.js';
 import { SessionBindingRepository } from './session-binding-repository.js';
 import { SessionTransactions } from './session-transactions.js';
 import { TokenIssuanceRepository } from './token-issuance-repository.js';
+import { UsageCounterRepository } from './usage-counter-repository.js';
 
 export * from './api-key-repository.js';
 export * from './audit-repository.js';
 export * from './database.js';
 export * from './db-errors.js';
+export * from './execute-code-quota-repository.js';
+export * from './invocation-repository.js';
 export * from './idempotency-repository.js';
 export * from './journal-writer.js';
 export * from './policy-repository.js';
@@ -24,6 +29,7 @@ export * from './sandbox-repository.js';
 export * from './session-binding-repository.js';
 export * from './session-transactions.js';
 export * from './token-issuance-repository.js';
+export * from './usage-counter-repository.js';
 export { applyMigrations, diffSql, MIGRATIONS_DIR, SCHEMA_PATH, type DiffSource } from './schema-engine.js';
 
 export interface Repositories {
@@ -39,6 +45,11 @@ export interface Repositories {
   readonly journal: JournalWriter;
   /** Revocation's reads across tenants and a sandbox's key replacement. */
   readonly revocations: RevocationStore;
+  /** execute_code: its circuit breakers and its one-row-per-call audit. */
+  readonly executeCodeQuota: ExecuteCodeQuotaRepository;
+  readonly invocations: InvocationRepository;
+  /** The agents' usage counters and their per-day sums (docs/admin.md, "Usage"). */
+  readonly usageCounters: UsageCounterRepository;
 }
 
 export function createRepositories(prisma: PrismaClient): Repositories {
@@ -53,5 +64,8 @@ export function createRepositories(prisma: PrismaClient): Repositories {
     idempotency: new IdempotencyRepository(prisma),
     journal: new JournalWriter(prisma),
     revocations: new RevocationStore(prisma),
+    executeCodeQuota: new ExecuteCodeQuotaRepository(prisma),
+    invocations: new InvocationRepository(prisma),
+    usageCounters: new UsageCounterRepository(prisma),
   };
 }

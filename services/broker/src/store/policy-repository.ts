@@ -40,6 +40,9 @@ export const DEFAULT_TENANT_POLICY: Readonly<Omit<TenantPolicyRecord, 'tenantId'
     cpuMillicores: 1000,
     maxFileSizeMb: 1024,
     maxDiskMb: 10240,
+    executeCodeDailyCap: 1000,
+    executeCodeAgentHourlyCap: 100,
+    invocationRetentionDays: 30,
   });
 
 export const DEFAULT_CLIENT_POLICY: Readonly<Omit<ClientPolicyRecord, 'clientId' | 'updatedAt'>> =

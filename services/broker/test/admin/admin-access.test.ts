@@ -45,6 +45,9 @@ describeEachBackend('admin API access', (backend) => {
       ],
       ['post', `/admin/api-keys/${victimId}/rotate`, {}],
       ['get', '/admin/audit'],
+      ['get', '/admin/invocations'],
+      ['get', '/admin/invocations/export?format=jsonl'],
+      ['get', '/admin/usage?from=2026-11-01&to=2026-11-02'],
       ['delete', `/admin/api-keys/${victimId}`],
       ['post', `/admin/sandboxes/${made.sandboxId}/terminate`, {}],
     ];
@@ -78,7 +81,7 @@ describeEachBackend('admin API access', (backend) => {
       expect(res.status).toBe(200);
       expect(res.body.tenant_id).toBe(broker.tenantId);
     }
-    const expected = [200, 200, 409, 200, 200, 200, 200, 200, 200, 201, 201, 200, 204, 200];
+    const expected = [200, 200, 409, 200, 200, 200, 200, 200, 200, 201, 201, 200, 200, 200, 200, 204, 200];
     const statuses: number[] = [];
     for (const call of calls) statuses.push((await send(keys.admin, call)).status);
     expect(statuses).toEqual(expected);
@@ -129,6 +132,9 @@ describeEachBackend('admin API access', (backend) => {
       'delete /admin/api-keys/{id}',
       'get /admin/audit',
       'get /admin/audit/export',
+      'get /admin/invocations',
+      'get /admin/invocations/export',
+      'get /admin/usage',
     ])
       expect(routes).toContain(route);
     const list = doc.paths['/admin/sandboxes']?.['get'] as { parameters: { name: string; in: string }[] };

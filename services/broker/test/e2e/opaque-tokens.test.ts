@@ -114,4 +114,78 @@ describe(`opaque tokens through a real broker and local agents [${backend.name}]
     expect(closed.code).toBe(1008);
     expect(await info(agent)).toBe(200);
   }, 60_000);
+
+  const exchange = (form: Record<string, string>) =>
+    request(broker.url)
+      .post('/oauth/token')
+      .type('form')
+      .send({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', ...form });
+  const OPAQUE_TYPE = 'urn:sbx:params:oauth:token-type:capability';
+
+  it('exchanges an opaque subject token for a narrower opaque one, never a wider or longer one', async () => {
+    const session = await negotiate(`thr_${randomUUID()}`, { type: 'human', id: 'usr_cy' });
+    const narrowed = await exchange({
+      subject_token: session.token,
+      subject_token_type: OPAQUE_TYPE,
+      scope: 'fs:ro',
+    });
+    expect(narrowed.status).toBe(200);
+    const child = narrowed.body as { access_token: string; scope: string; expires_in: number };
+    expect(child.access_token.startsWith(OPAQUE_TOKEN_PREFIX)).toBe(true);
+    expect(child.scope).toBe('fs:ro');
+    const readOnly = { ...session, token: child.access_token };
+    expect(await info(readOnly)).toBe(200);
+    const upload = await fetch(`${session.dataplane.http_base_url}/v1/files/upload?path=x.txt`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${child.access_token}` },
+      body: 'no',
+    });
+    expect(upload.status).toBe(403);
+    const wider = await exchange({
+      subject_token: child.access_token,
+      subject_token_type: OPAQUE_TYPE,
+      scope: 'fs:rw',
+    });
+    expect([wider.status, wider.body.error]).toEqual([400, 'invalid_scope']);
+    const longer = await exchange({
+      subject_token: child.access_token,
+      subject_token_type: OPAQUE_TYPE,
+      expires_in: '86400',
+    });
+    expect(longer.status).toBe(400);
+    const unknown = await exchange({
+      subject_token: `${OPAQUE_TOKEN_PREFIX}${'A'.repeat(43)}`,
+      subject_token_type: OPAQUE_TYPE,
+    });
+    expect([unknown.status, unknown.body.error]).toEqual([400, 'invalid_request']);
+    const asJwt = await exchange({
+      subject_token: session.token,
+      subject_token_type: OPAQUE_TYPE,
+      requested_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+    });
+    expect([asJwt.status, asJwt.body.error]).toEqual([400, 'invalid_request']);
+  }, 60_000);
+
+  it('refreshes a thread token with an opaque current_token as proof of possession', async () => {
+    const thread = `thr_${randomUUID()}`;
+    const key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
+    const opened = await request(broker.url)
+      .post(`/threads/${thread}/sandbox`)
+      .set(bearer(key))
+      .send({ scopes: ['fs:rw'] });
+    expect(opened.status).toBe(200);
+    const first = opened.body as { sandbox_id: string; token: string };
+    expect(first.token.startsWith(OPAQUE_TOKEN_PREFIX)).toBe(true);
+    const refreshed = await request(broker.url)
+      .post(`/threads/${thread}/sandbox/refresh`)
+      .set(bearer(key))
+      .send({ sandbox_id: first.sandbox_id, current_token: first.token });
+    expect(refreshed.status).toBe(200);
+    expect((refreshed.body as { token: string }).token.startsWith(OPAQUE_TOKEN_PREFIX)).toBe(true);
+    const forged = await request(broker.url)
+      .post(`/threads/${thread}/sandbox/refresh`)
+      .set(bearer(key))
+      .send({ sandbox_id: first.sandbox_id, current_token: `${OPAQUE_TOKEN_PREFIX}${'B'.repeat(43)}` });
+    expect(forged.status).toBe(401);
+  }, 60_000);
 });

@@ -55,6 +55,10 @@ export interface BrokerHarnessOptions<P extends SandboxProvider> {
   readonly oidc?: OidcVerifier;
   /** Run the lease reaper and the idempotency purge as the broker does (default true). */
   readonly loops?: boolean;
+  /** The broker's clock (default Date.now): quota windows, leases, token times. */
+  readonly clock?: () => number;
+  /** execute_code's memory limit and agent client (BrokerSettings). */
+  readonly executeCode?: BrokerSettings['executeCode'];
   /** Default: debug level, captured into `logs`. */
   readonly logLevel?: string;
 }
@@ -138,7 +142,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
     broker = await assembleBroker(
       {
         logger,
-        clock: Date.now,
+        clock: options.clock ?? Date.now,
         database: borrowed(options.database),
         coordination: options.coordination === undefined ? coordination : borrowed(coordination),
         provider: borrowed(options.provider),
@@ -153,6 +157,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
         http: options.http,
         idempotency: options.idempotency,
         loops: options.loops,
+        executeCode: options.executeCode,
       },
     );
   } catch (err) {

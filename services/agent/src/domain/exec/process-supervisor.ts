@@ -1,5 +1,6 @@
 import type { Launcher } from '../../adapters/launcher.js';
 import type { PathGuard } from '../files/path-guard.js';
+import { commandText } from '../metrics/usage-counters.js';
 import { launchSpecOf, type CommandRequest } from './command.js';
 import { ProcessGroup, type ProcessGroupOptions } from './process-group.js';
 import type { ProcessSlots } from './process-slots.js';
@@ -11,6 +12,18 @@ export interface ProcessSupervisorOptions {
   /** After a program exits, how long its pipes may stay open (held by an escaped descendant). */
   readonly drainMs: number;
   readonly maxPendingStdinBytes: number;
+  /** The clock of `started_at` in reports; default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** A program the supervisor started and that still runs. */
+export interface LiveProgram {
+  /** `exec_<n>`, n counting the programs this supervisor started. */
+  readonly id: string;
+  readonly group: ProcessGroup;
+  /** See `commandText`: at most 200 characters. */
+  readonly command: string;
+  readonly startedAt: Date;
 }
 
 /**
@@ -20,7 +33,9 @@ export interface ProcessSupervisorOptions {
  */
 export class ProcessSupervisor {
   readonly #options: ProcessSupervisorOptions;
-  readonly #live = new Set<ProcessGroup>();
+  readonly #live = new Map<ProcessGroup, LiveProgram>();
+  /** Programs started since the agent started, whatever route asked (usage accounting). */
+  #started = 0;
 
   constructor(options: ProcessSupervisorOptions) {
     this.#options = options;
@@ -40,7 +55,13 @@ export class ProcessSupervisor {
       release();
       throw err;
     }
-    this.#live.add(group);
+    this.#started += 1;
+    this.#live.set(group, {
+      id: `exec_${this.#started}`,
+      group,
+      command: commandText(request),
+      startedAt: new Date((this.#options.now ?? Date.now)()),
+    });
     void group.exited.finally(() => {
       this.#live.delete(group);
       release();
@@ -52,9 +73,19 @@ export class ProcessSupervisor {
     return this.#live.size;
   }
 
+  /** Every program started so far, one each, running or not. */
+  get commandsRun(): number {
+    return this.#started;
+  }
+
+  /** The programs still running, oldest first. */
+  programs(): LiveProgram[] {
+    return [...this.#live.values()];
+  }
+
   /** Kills every process group still running and waits for them to be gone. */
   async closeAll(): Promise<void> {
-    const groups = [...this.#live];
+    const groups = [...this.#live.keys()];
     for (const group of groups) group.kill();
     await Promise.allSettled(groups.map((group) => group.exited));
   }

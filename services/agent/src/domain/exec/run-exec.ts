@@ -7,6 +7,14 @@ export interface ExecRequest extends CommandRequest {
   /** Written to the program's stdin, then end of file; without it stdin is closed at once. */
   readonly stdin?: Buffer | undefined;
   readonly timeoutMs: number;
+  /** Applied to each stream's chunks before capture (the code runner's redaction); none by default. */
+  readonly transform?: { readonly stdout: OutputTransform; readonly stderr: OutputTransform } | undefined;
+}
+
+/** Bytes in, bytes out (maybe later): `end` gives what is still held once the stream is over. */
+export interface OutputTransform {
+  write(chunk: Buffer): Buffer;
+  end(): Buffer;
 }
 
 export interface ExecLimits {
@@ -38,8 +46,9 @@ export async function runExec(
   const stdout = new OutputCapture(limits.maxStdoutBytes);
   const stderr = new OutputCapture(limits.maxStderrBytes);
   const startedAt = now();
+  const transform = request.transform;
   const group = await supervisor.start(request, (stream, chunk) =>
-    (stream === 'stdout' ? stdout : stderr).write(chunk),
+    (stream === 'stdout' ? stdout : stderr).write(transform?.[stream].write(chunk) ?? chunk),
   );
   group.endStdin(request.stdin);
   let timedOut = false;
@@ -52,6 +61,10 @@ export async function runExec(
   if (abort?.aborted === true) onAbort();
   try {
     const status = await group.exited;
+    if (transform !== undefined) {
+      stdout.write(transform.stdout.end());
+      stderr.write(transform.stderr.end());
+    }
     return { status, stdout, stderr, durationMs: now() - startedAt, timedOut };
   } finally {
     clearTimeout(timer);

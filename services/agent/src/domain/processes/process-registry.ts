@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { SbxError } from '@sbx/protocol';
+import { SbxError, type AgentProcess } from '@sbx/protocol';
 import type { CommandRequest } from '../exec/command.js';
+import type { ProcessGroup } from '../exec/process-group.js';
 import type { ProcessSupervisor } from '../exec/process-supervisor.js';
+import { commandText, type FeatureReport } from '../metrics/usage-counters.js';
 import { BackgroundProcess } from './background-process.js';
 import { ProcessOutput } from './process-output.js';
 
@@ -26,6 +28,8 @@ export class ProcessRegistry {
   readonly #options: ProcessRegistryOptions;
   readonly #processes = new Map<string, BackgroundProcess>();
   readonly #forgetTimers = new Map<string, NodeJS.Timeout>();
+  /** Groups of background processes, to tell them from one-shot execs in the report. */
+  readonly #groups = new WeakSet<ProcessGroup>();
 
   constructor(options: ProcessRegistryOptions) {
     this.#options = options;
@@ -36,6 +40,7 @@ export class ProcessRegistry {
     const group = await this.#options.supervisor.start(request, (stream, chunk) =>
       output.append(stream, chunk),
     );
+    this.#groups.add(group);
     const info = {
       id: `proc_${randomBytes(12).toString('base64url')}`,
       tag: request.tag,
@@ -65,6 +70,30 @@ export class ProcessRegistry {
     let count = 0;
     for (const entry of this.#processes.values()) if (entry.running) count += 1;
     return count;
+  }
+
+  /**
+   * For /healthz: the background processes (running or retained), then the one-shot execs
+   * still running, and how many programs the supervisor started.
+   */
+  report(): FeatureReport {
+    const supervisor = this.#options.supervisor;
+    const background = this.list().map((entry): AgentProcess => ({
+      id: entry.id,
+      command: commandText(entry.info),
+      started_at: entry.info.startedAt.toISOString(),
+      running: entry.running,
+    }));
+    const oneShot = supervisor
+      .programs()
+      .filter((program) => !this.#groups.has(program.group))
+      .map((program): AgentProcess => ({
+        id: program.id,
+        command: program.command,
+        started_at: program.startedAt.toISOString(),
+        running: true,
+      }));
+    return { processes: [...background, ...oneShot], usage: { commands_run: supervisor.commandsRun } };
   }
 
   /** Kills the process (its whole group), waits for it to end, and forgets it. */

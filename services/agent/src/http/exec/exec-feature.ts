@@ -4,6 +4,7 @@ import { ProcessSlots } from '../../domain/exec/process-slots.js';
 import { ProcessSupervisor } from '../../domain/exec/process-supervisor.js';
 import { ProcessRegistry } from '../../domain/processes/process-registry.js';
 import { execWsRoute } from './exec-ws-route.js';
+import { mountCodeRoute } from './code-route.js';
 import { mountExecRoute } from './exec-route.js';
 import { resolveExecOptions, type ExecOptions } from './exec-options.js';
 import { legacyExecuteRoute } from './legacy-execute-route.js';
@@ -36,6 +37,7 @@ export function execFeature(ctx: AgentContext, options: ExecOptions = {}): Agent
   });
   const router = express.Router();
   mountExecRoute(router, { supervisor, options: settings, now: ctx.now });
+  mountCodeRoute(router, { supervisor, options: settings, now: ctx.now });
   mountProcessRoutes(router, { registry, options: settings, logger: ctx.logger });
   mountProcessOutputRoute(router, { registry, followBufferBytes: settings.followBufferBytes });
   const streamDeps = { supervisor, killGraceMs: settings.killGraceMs };
@@ -54,6 +56,7 @@ export function execFeature(ctx: AgentContext, options: ExecOptions = {}): Agent
     router,
     wsRoutes,
     stats: () => ({ processes: registry.runningCount }),
+    report: () => registry.report(),
     close: async () => {
       registry.close();
       await supervisor.closeAll();

@@ -2,6 +2,7 @@ import type { AgentContext } from '../../agent-context.js';
 import type { AtomicWriter } from '../../domain/files/atomic-writer.js';
 import type { PathGuard } from '../../domain/files/path-guard.js';
 import type { TreeWatcher } from '../../domain/files/watch/tree-watcher.js';
+import type { UsageCounter } from '../../domain/metrics/usage-counters.js';
 
 /** Limits of the files feature; every one is an option of `filesFeature` with the default below. */
 export interface FilesOptions {
@@ -38,4 +39,6 @@ export interface FilesDeps {
   readonly settings: FilesSettings;
   /** Live watchers, closed with the feature. */
   readonly watchers: Set<TreeWatcher>;
+  /** Bytes of file content written by uploads (`in`) and sent by downloads (`out`), for /healthz. */
+  readonly bytes: { readonly in: UsageCounter; readonly out: UsageCounter };
 }

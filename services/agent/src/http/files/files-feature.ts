@@ -1,6 +1,7 @@
 import type { AgentContext, AgentFeature } from '../../agent-context.js';
 import { AtomicWriter } from '../../domain/files/atomic-writer.js';
 import type { TreeWatcher } from '../../domain/files/watch/tree-watcher.js';
+import { UsageCounter } from '../../domain/metrics/usage-counters.js';
 import { FILES_DEFAULTS, type FilesDeps, type FilesOptions } from './files-deps.js';
 import { filesRouter } from './files-router.js';
 import { fileWatchRoute } from './watch-route.js';
@@ -29,12 +30,14 @@ export function filesFeature(ctx: AgentContext, options: FilesOptions = {}): Age
   };
   const guard = ctx.workspace;
   const watchers = new Set<TreeWatcher>();
-  const deps: FilesDeps = { ctx, guard, writer: new AtomicWriter(guard), settings, watchers };
+  const bytes = { in: new UsageCounter(), out: new UsageCounter() };
+  const deps: FilesDeps = { ctx, guard, writer: new AtomicWriter(guard), settings, watchers, bytes };
   return {
     name: 'files',
     router: filesRouter(deps),
     wsRoutes: [fileWatchRoute(deps)],
     stats: () => ({ file_watches: watchers.size }),
+    report: () => ({ usage: { file_bytes_in: bytes.in.value, file_bytes_out: bytes.out.value } }),
     close: async () => {
       for (const watcher of watchers) watcher.close();
       watchers.clear();

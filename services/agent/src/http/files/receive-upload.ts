@@ -67,6 +67,8 @@ export async function receiveUpload(
       maxBytes: limit,
       precondition,
     });
+    // Counted once the file is in place: a refused or broken upload wrote nothing.
+    deps.bytes.in.add(Number(result.stats.size));
     res
       .status(result.created ? 201 : 200)
       .setHeader('ETag', etagOf(result.stats))

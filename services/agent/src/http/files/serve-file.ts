@@ -8,6 +8,7 @@ import { describeSpecial } from '../../domain/files/entry-info.js';
 import { etagOf, parseEtagCondition, weakMatch } from '../../domain/files/etag.js';
 import { openRegularFile, type OpenedFile } from '../../domain/files/safe-open.js';
 import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { UsageCounter } from '../../domain/metrics/usage-counters.js';
 import { contentTypeOf } from './content-type.js';
 import type { FilesDeps } from './files-deps.js';
 
@@ -32,7 +33,13 @@ function setFileHeaders(res: Response, stats: BigIntStats, name: string): void {
 }
 
 /** Answers from an open file: 304, 416, HEAD, or a (partial) body streamed from disk. */
-async function sendFile(req: Request, res: Response, file: OpenedFile, target: WorkspacePath): Promise<void> {
+async function sendFile(
+  deps: FilesDeps,
+  req: Request,
+  res: Response,
+  file: OpenedFile,
+  target: WorkspacePath,
+): Promise<void> {
   const size = Number(file.stats.size);
   const etag = etagOf(file.stats);
   const ifNoneMatch = parseEtagCondition(req.get('if-none-match'));
@@ -58,13 +65,21 @@ async function sendFile(req: Request, res: Response, file: OpenedFile, target: W
     res.end();
     return;
   }
-  await streamRange(res, file, range?.start ?? 0, range?.end ?? size - 1);
+  await streamRange(res, file, range?.start ?? 0, range?.end ?? size - 1, deps.bytes.out);
 }
 
 /** The read stream owns the handle and closes it, also when the client goes away mid-body. */
-async function streamRange(res: Response, file: OpenedFile, start: number, end: number): Promise<void> {
+async function streamRange(
+  res: Response,
+  file: OpenedFile,
+  start: number,
+  end: number,
+  sent: UsageCounter,
+): Promise<void> {
   // Large reads: each chunk costs a read, a promise and a socket write, whatever its size.
   const body = file.handle.createReadStream({ start, end, highWaterMark: DOWNLOAD_CHUNK_BYTES });
+  // Counted as each chunk goes to the socket: a download cut short counts what it got.
+  body.on('data', (chunk: Buffer | string) => sent.add(chunk.length));
   await pipeline(body, res).catch((err: unknown) => {
     if (!res.headersSent) throw err;
   });
@@ -94,7 +109,7 @@ export async function serveFile(
   }
   const file = await openRegularFile(deps.guard, resolved.host, target.display);
   try {
-    await sendFile(req, res, file, target);
+    await sendFile(deps, req, res, file, target);
   } finally {
     // Closed by the read stream when one was started; otherwise (304, HEAD, 416, empty) here.
     if (file.handle.fd !== -1) await file.handle.close().catch(() => undefined);

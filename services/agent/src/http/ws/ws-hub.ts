@@ -4,6 +4,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_FRAME_BYTES, type WsEndpoint } from '@sbx/protocol';
 import { originAllowed, type Logger } from '@sbx/service-kit';
 import type { Authenticator } from '../authenticator.js';
+import type { AgentMetrics } from '../../domain/metrics/agent-metrics.js';
+import { SocketBytes } from './socket-bytes.js';
 import { WsConnection } from './ws-connection.js';
 import type { WsRoute } from './ws-session.js';
 
@@ -19,6 +21,8 @@ export interface WsHubOptions {
   readonly maxUnauthenticated?: number;
   /** Browser origins allowed to upgrade; a request with any other Origin gets 403 (none: no browser). */
   readonly allowedOrigins?: readonly string[];
+  /** WebSocket traffic counts into the agent's bytes moved, like HTTP exchanges. */
+  readonly metrics?: Pick<AgentMetrics, 'bytesMoved'> | undefined;
 }
 
 export interface WsHub {
@@ -43,6 +47,7 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
   for (const route of routes) for (const path of route.paths) byPath.set(path, route);
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxFrameBytes ?? MAX_FRAME_BYTES });
   const live = new Set<WsConnection<WsEndpoint>>();
+  const counted = new Map<WsConnection<WsEndpoint>, SocketBytes>();
   const maxUnauthenticated = options.maxUnauthenticated ?? DEFAULT_MAX_UNAUTHENTICATED;
   let handshaking = 0;
   let refusedInBurst = false;
@@ -89,7 +94,13 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
       refusedInBurst = false;
       const connection = new WsConnection(ws, route, url, options);
       live.add(connection);
-      ws.once('close', () => live.delete(connection));
+      const bytes = new SocketBytes(socket, options.metrics);
+      counted.set(connection, bytes);
+      ws.once('close', () => {
+        live.delete(connection);
+        counted.delete(connection);
+        bytes.report();
+      });
       connection.start();
     });
   });
@@ -101,6 +112,8 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
 
   const keepAlive = setInterval(() => {
     for (const connection of live) connection.checkAlive();
+    // A shell may stay open for hours: its bytes count as they go, not only at its end.
+    for (const bytes of counted.values()) bytes.report();
   }, options.keepAliveMs ?? 30_000);
   keepAlive.unref();
 

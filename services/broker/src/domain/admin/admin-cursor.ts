@@ -4,7 +4,7 @@
 import { ID_PATTERN, SbxError } from '@sbx/protocol';
 import type { PagePosition } from '../../store/admin-page.js';
 
-export type CursorListing = 'sandboxes' | 'sessions' | 'api-keys';
+export type CursorListing = 'sandboxes' | 'sessions' | 'api-keys' | 'invocations';
 
 const badCursor = () =>
   new SbxError('BAD_REQUEST', 'invalid query: cursor: is not a cursor this listing returned');

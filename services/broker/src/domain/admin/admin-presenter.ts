@@ -3,11 +3,13 @@ import {
   SANDBOX_STATES,
   toTimestamp,
   type AdminAuditEvent,
+  type AdminSandboxAgent,
   type AdminSandbox,
   type AdminSession,
   type ApiKeyView,
   type SandboxState,
 } from '@sbx/protocol';
+import type { AgentReport } from '../../providers/provider.js';
 import type { AdminSandboxRow } from '../../store/admin-inventory-queries.js';
 import type { AdminApiKeyRow } from '../../store/admin-key-queries.js';
 import type { AuditEvent, SessionBinding, TokenIssuance } from '../../store/generated/client.js';
@@ -117,5 +119,15 @@ export function toApiKeyView(row: AdminApiKeyRow): ApiKeyView {
     last_used_at: nullableTime(row.lastUsedAt),
     expires_at: nullableTime(row.expiresAt),
     revoked_at: nullableTime(row.revokedAt),
+  };
+}
+
+/** The agent's answer to the detail's question, stamped with when the broker got it. */
+export function toAdminAgent(report: AgentReport, reportedAt: Date): AdminSandboxAgent {
+  return {
+    reported_at: toTimestamp(reportedAt),
+    processes: [...report.processes],
+    shells: [...report.shells],
+    usage: report.usage,
   };
 }

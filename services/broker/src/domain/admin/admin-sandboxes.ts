@@ -7,6 +7,7 @@ import {
   type AdminSandboxQuery,
   type AdminSessionQuery,
 } from '@sbx/protocol';
+import type { SandboxProvider } from '../../providers/provider.js';
 import type { AdminInventoryQueries } from '../../store/admin-inventory-queries.js';
 import type { AuditContext } from '../audit/audit-trail.js';
 import { decodePosition, encodePosition } from './admin-cursor.js';
@@ -14,6 +15,7 @@ import {
   stateHistory,
   toAdminSandbox,
   toAdminSession,
+  toAdminAgent,
   toAuditEvent,
   toTokenIssuance,
 } from './admin-presenter.js';
@@ -22,6 +24,8 @@ import { deadlineOf, TERMINATE } from './state-deadlines.js';
 
 export interface AdminSandboxesDeps extends SandboxActionDeps {
   readonly queries: AdminInventoryQueries;
+  /** `inspect`: what the agent of a running sandbox reports, for the detail. */
+  readonly provider: Pick<SandboxProvider, 'stop' | 'destroy' | 'inspect'>;
 }
 
 type ActionContext = AuditContext & { readonly note?: string | undefined };
@@ -72,12 +76,16 @@ export class AdminSandboxes {
   async get(id: string): Promise<AdminSandboxDetail> {
     const detail = await this.deps.queries.sandboxDetail(id);
     if (detail === null) throw notFound(id);
+    // Only an agent that should be up is asked; a silent one costs the detail at most ~2 s.
+    const running = detail.sandbox.state === 'active' || detail.sandbox.state === 'idle';
+    const report = running ? await this.deps.provider.inspect(id) : undefined;
     return {
       ...toAdminSandbox(detail.sandbox, this.deps.timers),
       bindings: detail.bindings.map(toAdminSession),
       state_history: stateHistory(detail.sandbox),
       tokens: detail.tokens.map(toTokenIssuance),
       recent_audit: detail.audit.map(toAuditEvent),
+      agent: report === undefined ? null : toAdminAgent(report, new Date(this.deps.clock())),
     };
   }
 

@@ -38,7 +38,7 @@ const COLUMNS = [
  * One CSV field (RFC 4180 quoting). A value a spreadsheet would run as a formula
  * (`=`, `+`, `-`, `@` first) gets a leading `'`: audit fields carry caller input.
  */
-function csvField(value: AdminAuditEvent[(typeof COLUMNS)[number]]): string {
+export function csvField(value: unknown): string {
   const text =
     value === null || value === undefined
       ? ''

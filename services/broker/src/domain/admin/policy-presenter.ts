@@ -48,6 +48,9 @@ export function toTenantPolicy(record: TenantPolicyRecord): TenantPolicy {
     cpu_millicores: record.cpuMillicores,
     max_file_size_mb: record.maxFileSizeMb,
     max_disk_mb: record.maxDiskMb,
+    execute_code_daily_cap: record.executeCodeDailyCap,
+    execute_code_agent_hourly_cap: record.executeCodeAgentHourlyCap,
+    invocation_retention_days: record.invocationRetentionDays,
     updated_at: nullableTime(record.updatedAt),
   };
 }
@@ -80,6 +83,9 @@ export function tenantPatch(update: TenantPolicyUpdate): TenantPolicyPatch {
     cpuMillicores: update.cpu_millicores,
     maxFileSizeMb: update.max_file_size_mb,
     maxDiskMb: update.max_disk_mb,
+    executeCodeDailyCap: update.execute_code_daily_cap,
+    executeCodeAgentHourlyCap: update.execute_code_agent_hourly_cap,
+    invocationRetentionDays: update.invocation_retention_days,
   };
 }
 

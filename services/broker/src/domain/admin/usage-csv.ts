@@ -1,5 +1,5 @@
 // The usage report as CSV (RFC 4180): a header, then one line per tenant and day.
-// An empty field is null (not collected), never zero. Written through the audit
+// An empty field would be a null; every column is a number today. Written through the audit
 // export's sink, in chunks, so a long report honours back-pressure.
 import type { UsageRow } from '@sbx/protocol';
 import type { ExportSink } from './audit-export.js';

@@ -1,9 +1,14 @@
 // `GET /admin/usage`: per tenant and UTC day, the seconds its sandboxes spent in
 // each accounted state (spans split at midnight UTC and clipped to the window and
-// to now), the bindings created and the tokens minted. Commands, file bytes and
-// execute_code calls are not collected yet: null, never a made-up zero.
+// to now), the bindings created, the tokens minted, the execute_code calls and
+// the agents' counters (programs run, file bytes in and out) the collector summed.
 import type { UsageQuery, UsageReport, UsageRow } from '@sbx/protocol';
-import type { AdminUsageQueries, DailyCount, StateInterval } from '../../store/admin-usage-queries.js';
+import type {
+  AdminUsageQueries,
+  DailyAgentUsage,
+  DailyCount,
+  StateInterval,
+} from '../../store/admin-usage-queries.js';
 
 const DAY_MS = 86_400_000;
 
@@ -15,7 +20,21 @@ interface Tally {
   readonly ms: Record<Accounted, number>;
   sessions: number;
   tokens: number;
+  executeCode: number;
+  commandsRun: number;
+  fileBytesIn: number;
+  fileBytesOut: number;
 }
+
+const emptyTally = (): Tally => ({
+  ms: { active: 0, idle: 0, suspended: 0, provisioning: 0 },
+  sessions: 0,
+  tokens: 0,
+  executeCode: 0,
+  commandsRun: 0,
+  fileBytesIn: 0,
+  fileBytesOut: 0,
+});
 
 const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 const startOf = (day: string): number => Date.parse(`${day}T00:00:00.000Z`);
@@ -47,22 +66,27 @@ export function splitByDay(
 }
 
 export async function usageReport(
-  queries: Pick<AdminUsageQueries, 'stateIntervals' | 'sessionsPerDay' | 'tokensPerDay'>,
+  queries: Pick<
+    AdminUsageQueries,
+    'stateIntervals' | 'sessionsPerDay' | 'tokensPerDay' | 'invocationsPerDay' | 'agentUsagePerDay'
+  >,
   query: UsageQuery,
   now: number,
 ): Promise<UsageReport> {
   const window = { ...usageWindow(query), tenantId: query.tenant_id };
-  const [intervals, sessions, tokens] = await Promise.all([
+  const [intervals, sessions, tokens, invocations, agentUsage] = await Promise.all([
     queries.stateIntervals(window),
     queries.sessionsPerDay(window),
     queries.tokensPerDay(window),
+    queries.invocationsPerDay(window),
+    queries.agentUsagePerDay(window),
   ]);
   const tallies = new Map<string, Tally>();
   const tally = (tenantId: string, day: string): Tally => {
     const key = `${day}\u0000${tenantId}`;
     let found = tallies.get(key);
     if (found === undefined) {
-      found = { ms: { active: 0, idle: 0, suspended: 0, provisioning: 0 }, sessions: 0, tokens: 0 };
+      found = emptyTally();
       tallies.set(key, found);
     }
     return found;
@@ -70,11 +94,13 @@ export async function usageReport(
   splitByDay(intervals, window, now, (tenantId, day, state, ms) => {
     tally(tenantId, day).ms[state] += ms;
   });
-  const count = (rows: readonly DailyCount[], field: 'sessions' | 'tokens') => {
+  const count = (rows: readonly DailyCount[], field: 'sessions' | 'tokens' | 'executeCode') => {
     for (const row of rows) tally(row.tenantId, row.day)[field] += row.count;
   };
   count(sessions, 'sessions');
   count(tokens, 'tokens');
+  count(invocations, 'executeCode');
+  addAgentUsage(agentUsage, tally);
   const items = [...tallies.entries()]
     .toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([key, t]): UsageRow => {
@@ -91,11 +117,23 @@ export async function usageReport(
         },
         sessions: t.sessions,
         tokens_minted: t.tokens,
-        commands_run: null,
-        file_bytes_in: null,
-        file_bytes_out: null,
-        execute_code_calls: null,
+        commands_run: t.commandsRun,
+        file_bytes_in: t.fileBytesIn,
+        file_bytes_out: t.fileBytesOut,
+        execute_code_calls: t.executeCode,
       };
     });
   return { from: query.from, to: query.to, items };
+}
+
+function addAgentUsage(
+  rows: readonly DailyAgentUsage[],
+  tally: (tenantId: string, day: string) => Tally,
+): void {
+  for (const row of rows) {
+    const t = tally(row.tenantId, row.day);
+    t.commandsRun += row.commandsRun;
+    t.fileBytesIn += row.fileBytesIn;
+    t.fileBytesOut += row.fileBytesOut;
+  }
 }

@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'sandbox.failed',
   'sandbox.terminated',
   'sandbox.destroy',
+  'execute_code',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -93,7 +93,7 @@ export function refreshSession(
     const proof =
       options.currentToken === undefined
         ? undefined
-        : proveTokenPossession(core, found.sandbox, binding, options.currentToken);
+        : await proveTokenPossession(core, found.sandbox, binding, options.currentToken);
     const policy = await tenantPolicy(core, binding.tenantId);
     const sandbox = await core.lifecycle.ready(context, found.sandbox, policy);
     if (sandbox === null) throw sessionExpired(binding.id);

@@ -4,7 +4,8 @@
 // another issuer is 401. An expired token still counts for a short grace, so
 // a client waking from sleep can refresh without renegotiating.
 import { SbxError, MAX_REQUESTED_TTL_SECONDS } from '@sbx/protocol';
-import { createVerifier, parseCompactToken, type VerifiedCapability } from '@sbx/tokens';
+import { createVerifier, isOpaqueToken, parseCompactToken, type VerifiedCapability } from '@sbx/tokens';
+import { findOpaqueIssuance, verifyOpaqueIssuance } from '../tokens/opaque-subject.js';
 import type { SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { SessionCore } from './session-core.js';
 
@@ -14,18 +15,33 @@ export interface PossessionProof {
   readonly ttlSeconds: number;
 }
 
-export function proveTokenPossession(
+export async function proveTokenPossession(
   core: SessionCore,
   sandbox: SandboxRecord,
   binding: SessionBindingRecord,
   token: string,
-): PossessionProof {
-  const payload = parseCompactToken(token);
-  const exp = typeof payload['exp'] === 'number' ? payload['exp'] * 1000 : 0;
+): Promise<PossessionProof> {
+  const verified = isOpaqueToken(token)
+    ? await verifyOpaque(core, sandbox, token)
+    : verifyJwt(core, sandbox, token);
+  if (verified.claims.session_id !== binding.id) {
+    throw new SbxError('UNAUTHENTICATED', 'current_token was not issued for this session');
+  }
+  return { verified, ttlSeconds: verified.claims.exp - verified.claims.iat };
+}
+
+/** Within the grace after `exp`, the token is checked as of just before it expired. */
+function checkedAt(core: SessionCore, expSeconds: number): number {
+  const exp = expSeconds * 1000;
   const now = core.now();
   const graceMs = core.settings.refreshGraceSeconds * 1000;
+  return now >= exp && now - exp <= graceMs ? exp - 1000 : now;
+}
+
+function verifyJwt(core: SessionCore, sandbox: SandboxRecord, token: string): VerifiedCapability {
+  const payload = parseCompactToken(token);
   // The signature check below makes `exp` trustworthy; here it only picks the clock.
-  const at = now >= exp && now - exp <= graceMs ? exp - 1000 : now;
+  const at = checkedAt(core, typeof payload['exp'] === 'number' ? payload['exp'] : 0);
   const verifier = createVerifier({
     keys: core.vault.openSigningKey(sandbox.id, sandbox.signingKeyCipher),
     issuer: core.settings.tokenIssuer,
@@ -33,9 +49,18 @@ export function proveTokenPossession(
     maxTtlSeconds: MAX_REQUESTED_TTL_SECONDS,
     now: () => at,
   });
-  const verified = verifier.verify(token);
-  if (verified.claims.session_id !== binding.id) {
-    throw new SbxError('UNAUTHENTICATED', 'current_token was not issued for this session');
-  }
-  return { verified, ttlSeconds: verified.claims.exp - verified.claims.iat };
+  return verifier.verify(token);
+}
+
+/** D20: the issuance row, found by the token's hash, stands for the signature. */
+async function verifyOpaque(
+  core: SessionCore,
+  sandbox: SandboxRecord,
+  token: string,
+): Promise<VerifiedCapability> {
+  const issuance = await findOpaqueIssuance(core.repositories.tokens, token);
+  if (issuance === null || issuance.audience !== sandbox.id)
+    throw new SbxError('UNAUTHENTICATED', 'current_token is not a live token of this sandbox');
+  const at = checkedAt(core, Math.floor(issuance.expiresAt.getTime() / 1000));
+  return verifyOpaqueIssuance(issuance, { issuer: core.settings.tokenIssuer, at });
 }

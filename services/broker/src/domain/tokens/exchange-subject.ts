@@ -8,14 +8,21 @@
 import { isTerminalState, MAX_REQUESTED_TTL_SECONDS } from '@sbx/protocol';
 import {
   createVerifier,
+  isOpaqueToken,
   parseCompactToken,
   TokenError,
   unixSeconds,
   type VerifiedCapability,
 } from '@sbx/tokens';
-import type { SandboxRecord, SessionBindingRecord, TenantScope } from '../../store/index.js';
+import type {
+  SandboxRecord,
+  SessionBindingRecord,
+  TenantScope,
+  TokenIssuanceRepository,
+} from '../../store/index.js';
 import type { KeyVault } from '../keys/key-vault.js';
 import { OAuthError } from './oauth-error.js';
+import { findOpaqueIssuance, verifyOpaqueIssuance } from './opaque-subject.js';
 
 export interface ExchangeSubjectDeps {
   readonly bindings: { findByIdAnyOwner(id: string): Promise<SessionBindingRecord | null> };
@@ -23,6 +30,8 @@ export interface ExchangeSubjectDeps {
   readonly vault: KeyVault;
   readonly issuer: string;
   readonly now: () => number;
+  /** Opaque subject tokens (D20) are found by their hash in the issuance rows. */
+  readonly opaqueIssuances: Pick<TokenIssuanceRepository, 'findByTokenHash'>;
 }
 
 export interface ExchangeSubject {
@@ -43,6 +52,29 @@ export async function resolveExchangeSubject(
   deps: ExchangeSubjectDeps,
   token: string,
 ): Promise<ExchangeSubject> {
+  const claimed = isOpaqueToken(token) ? await opaqueClaims(deps, token) : jwtClaims(deps, token);
+  const binding = await deps.bindings.findByIdAnyOwner(claimed.sessionId);
+  if (binding === null || binding.sandboxId !== claimed.aud) throw refuse();
+  const sandbox = await deps.sandboxes.findById(claimed.aud, { tenantId: binding.tenantId });
+  if (sandbox === null) throw refuse();
+  const verified = claimed.verify(sandbox);
+  // Only now are the claims trusted; a released session or an ended sandbox mints nothing more.
+  if (binding.live !== true) throw refuse('subject_token belongs to a released session');
+  if (isTerminalState(sandbox.state)) throw refuse('subject_token belongs to an ended sandbox');
+  // The verifier forgives clock skew; an exchange never extends a token past its exp.
+  const remainingSeconds = verified.claims.exp - unixSeconds(deps.now);
+  if (remainingSeconds < 1) throw refuse('subject_token has expired');
+  return { verified, sandbox, binding, remainingSeconds };
+}
+
+/** Which rows to look at, and how to verify the token once its sandbox is known. */
+interface ClaimedSubject {
+  readonly sessionId: string;
+  readonly aud: string;
+  verify(sandbox: SandboxRecord): VerifiedCapability;
+}
+
+function jwtClaims(deps: ExchangeSubjectDeps, token: string): ClaimedSubject {
   let payload: Record<string, unknown>;
   try {
     payload = parseCompactToken(token);
@@ -52,18 +84,24 @@ export async function resolveExchangeSubject(
   const sessionId = payload['session_id'];
   const aud = payload['aud'];
   if (typeof sessionId !== 'string' || typeof aud !== 'string') throw refuse();
-  const binding = await deps.bindings.findByIdAnyOwner(sessionId);
-  if (binding === null || binding.sandboxId !== aud) throw refuse();
-  const sandbox = await deps.sandboxes.findById(aud, { tenantId: binding.tenantId });
-  if (sandbox === null) throw refuse();
-  const verified = verifySubject(deps, sandbox, token);
-  // Only now are the claims trusted; a released session or an ended sandbox mints nothing more.
-  if (binding.live !== true) throw refuse('subject_token belongs to a released session');
-  if (isTerminalState(sandbox.state)) throw refuse('subject_token belongs to an ended sandbox');
-  // The verifier forgives clock skew; an exchange never extends a token past its exp.
-  const remainingSeconds = verified.claims.exp - unixSeconds(deps.now);
-  if (remainingSeconds < 1) throw refuse('subject_token has expired');
-  return { verified, sandbox, binding, remainingSeconds };
+  return { sessionId, aud, verify: (sandbox) => verifySubject(deps, sandbox, token) };
+}
+
+async function opaqueClaims(deps: ExchangeSubjectDeps, token: string): Promise<ClaimedSubject> {
+  const issuance = await findOpaqueIssuance(deps.opaqueIssuances, token);
+  if (issuance === null || issuance.sessionId === null) throw refuse();
+  return {
+    sessionId: issuance.sessionId,
+    aud: issuance.audience,
+    verify: () => {
+      try {
+        return verifyOpaqueIssuance(issuance, { issuer: deps.issuer, at: deps.now() });
+      } catch (err) {
+        if (!(err instanceof TokenError)) throw err;
+        throw refuse(err.reason === 'expired' ? 'subject_token has expired' : NOT_VALID, err);
+      }
+    },
+  };
 }
 
 function verifySubject(deps: ExchangeSubjectDeps, sandbox: SandboxRecord, token: string): VerifiedCapability {

@@ -5,8 +5,13 @@
 // `act` naming an authenticated actor when one is given. The new token is
 // recorded by jti (with its parent's jti) and audited before it is returned;
 // a refusal of a genuine subject token is audited too.
-import type { TokenExchangeRequest, TokenExchangeResponse } from '@sbx/protocol';
-import { mintCapabilityToken } from '@sbx/tokens';
+import {
+  CAPABILITY_TOKEN_TYPE,
+  JWT_TOKEN_TYPE,
+  type TokenExchangeRequest,
+  type TokenExchangeResponse,
+} from '@sbx/protocol';
+import { mintCapabilityToken, newOpaqueToken, opaqueTokenHash, type TokenFormat } from '@sbx/tokens';
 import type { NewTokenIssuance } from '../../store/index.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import type { Principal } from '../auth/principal.js';
@@ -23,6 +28,8 @@ import { OAuthError } from './oauth-error.js';
 export interface TokenExchangeDeps extends ExchangeSubjectDeps, ExchangeActorDeps {
   readonly issuances: { record(issuance: NewTokenIssuance): Promise<unknown> };
   readonly audit: AuditTrail;
+  /** Opaque-token mode (D20) hands out opaque tokens here too, whatever the subject was. */
+  readonly format: TokenFormat;
 }
 
 export async function exchangeToken(
@@ -31,6 +38,11 @@ export async function exchangeToken(
   requestId: string,
 ): Promise<TokenExchangeResponse> {
   const issuedType = checkRequestShape(request);
+  if (deps.format === 'opaque' && issuedType === JWT_TOKEN_TYPE)
+    throw new OAuthError(
+      'invalid_request',
+      `this broker issues opaque tokens: request ${CAPABILITY_TOKEN_TYPE}`,
+    );
   const subject = await resolveExchangeSubject(deps, request.subject_token);
   const { claims } = subject.verified;
   const { binding } = subject;
@@ -89,6 +101,7 @@ async function narrow(
     ...(act === undefined ? {} : { actor: act }),
   });
   const issued = minted.claims;
+  const token = deps.format === 'opaque' ? newOpaqueToken() : minted.token;
   await Promise.all([
     deps.issuances.record({
       jti: issued.jti,
@@ -101,6 +114,7 @@ async function narrow(
       requestId: context.requestId,
       issuedAt: new Date(issued.iat * 1000),
       expiresAt: minted.expiresAt,
+      ...(token === minted.token ? {} : { tokenHash: opaqueTokenHash(token) }),
     }),
     deps.audit.record('token.issue', 'ok', context, {
       actor: actor === undefined ? { type: binding.actorType, id: claims.sub } : defaultActor(actor),
@@ -113,7 +127,7 @@ async function narrow(
     }),
   ]);
   return {
-    access_token: minted.token,
+    access_token: token,
     issued_token_type: issuedType,
     token_type: 'Bearer',
     expires_in: ttlSeconds,

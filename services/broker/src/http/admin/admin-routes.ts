@@ -17,14 +17,15 @@ import type { Repositories } from '../../store/index.js';
 import { ReaperRepository } from '../../store/reaper-repository.js';
 import { adminConfigRoutes } from './admin-config-routes.js';
 import { adminExportRoutes } from './admin-export-routes.js';
+import { adminInvocationRoutes } from './admin-invocation-routes.js';
 import { adminSandboxRoutes } from './admin-sandbox-routes.js';
 import { adminUsageRoutes } from './admin-usage-routes.js';
 
 /** What the composition root hands the admin API besides what every route family gets. */
 export interface AdminAssembly {
   readonly prisma: PrismaClient;
-  readonly provider: Pick<SandboxProvider, 'stop' | 'destroy'>;
-  readonly repositories: Pick<Repositories, 'apiKeys' | 'policies' | 'audit'>;
+  readonly provider: Pick<SandboxProvider, 'stop' | 'destroy' | 'inspect'>;
+  readonly repositories: Pick<Repositories, 'apiKeys' | 'policies' | 'audit' | 'invocations'>;
   /** The lease reaper's idle timeout: deadlines are its timers (state-deadlines.ts). */
   readonly idleTimeoutMs: number;
 }
@@ -57,6 +58,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Router[] {
   return [
     adminExportRoutes({ authenticate: deps.authenticate, audit, auditQueries }),
     adminSandboxRoutes({ authenticate: deps.authenticate, audit, sandboxes }),
+    adminInvocationRoutes({ authenticate: deps.authenticate, audit, invocations: repositories.invocations }),
     adminUsageRoutes({
       authenticate: deps.authenticate,
       audit,

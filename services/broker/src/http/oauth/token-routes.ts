@@ -18,17 +18,20 @@ import type { RateLimiter } from '../../domain/rate-limit/rate-limiter.js';
 import { OAuthError } from '../../domain/tokens/oauth-error.js';
 import { exchangeToken, type TokenExchangeDeps } from '../../domain/tokens/token-exchange.js';
 import type { Repositories } from '../../store/index.js';
+import type { TokenFormat } from '@sbx/tokens';
 
 export const TOKEN_PATH = '/oauth/token';
 const FORM = 'application/x-www-form-urlencoded';
 
 export interface TokenRoutesDeps {
-  readonly repositories: Pick<Repositories, 'apiKeys' | 'bindings' | 'sandboxes' | 'journal'>;
+  readonly repositories: Pick<Repositories, 'apiKeys' | 'bindings' | 'sandboxes' | 'journal' | 'tokens'>;
   readonly vault: KeyVault;
   readonly audit: AuditTrail;
   /** Actor tokens are checked as caller credentials are: API keys, and OIDC tokens when configured. */
   readonly oidc: OidcVerifier | undefined;
-  readonly service: { readonly settings: { readonly tokenIssuer: string } };
+  readonly service: {
+    readonly settings: { readonly tokenIssuer: string; readonly tokenFormat: TokenFormat };
+  };
   readonly clock: () => number;
   readonly rateLimiter: RateLimiter;
   /** Refused actor credentials count per address as refused caller credentials do (429 past the limit). */
@@ -46,6 +49,8 @@ export function tokenRoutes(deps: TokenRoutesDeps): Router {
     actors: createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc }),
     issuer: deps.service.settings.tokenIssuer,
     now: deps.clock,
+    opaqueIssuances: repositories.tokens,
+    format: deps.service.settings.tokenFormat,
   };
   const router = Router();
   router.post(

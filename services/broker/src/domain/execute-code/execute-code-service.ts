@@ -1,0 +1,171 @@
+// execute_code for agents (docs/execute-code.md): policy, quota, the thread's sandbox,
+// the redactor's readiness, the run, and exactly one sandbox_invocations row, in that
+// order. Every call is checked and recorded on its own, also when several share a turn.
+import { createHash, randomUUID } from 'node:crypto';
+import { SbxError, type ExecuteCodeLanguage, type ExecuteCodeResult, type Scope } from '@sbx/protocol';
+import type { Logger } from '@sbx/service-kit';
+import type {
+  ExecuteCodeQuotaRepository,
+  InvocationRepository,
+  TenantPolicyRecord,
+} from '../../store/index.js';
+import type { AuditContext } from '../audit/audit-trail.js';
+import { hasCallerScope } from '../auth/principal.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { SessionWithToken } from '../sessions/session-core.js';
+import { AgentUnreachable, type CodeRunner } from './code-runner.js';
+import { InvocationDraft, type CallOutcome } from './invocation-draft.js';
+import { quotaWindows, resetsAtOf } from './quota-windows.js';
+import { RedactorReadiness } from './redactor-readiness.js';
+
+export type ExecuteTarget =
+  | { readonly kind: 'scope'; readonly scope: Scope }
+  | { readonly kind: 'session'; readonly sessionId: string };
+
+export interface ExecuteCodeCall {
+  readonly code: string;
+  readonly language: ExecuteCodeLanguage;
+  readonly timeout_ms: number;
+}
+
+export interface ExecuteCodeDeps {
+  readonly sessions: SessionService;
+  readonly policies: { getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord> };
+  readonly quota: Pick<ExecuteCodeQuotaRepository, 'take'>;
+  readonly invocations: Pick<InvocationRepository, 'record'>;
+  readonly runner: CodeRunner;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Address-space limit of one run, within the tenant's sandbox memory. */
+  readonly memoryLimitMb?: number;
+}
+
+const DEFAULT_MEMORY_LIMIT_MB = 512;
+
+export class ExecuteCodeService {
+  readonly #readiness: RedactorReadiness;
+
+  constructor(private readonly deps: ExecuteCodeDeps) {
+    this.#readiness = new RedactorReadiness(deps.runner);
+  }
+
+  async execute(
+    context: AuditContext,
+    target: ExecuteTarget,
+    call: ExecuteCodeCall,
+  ): Promise<ExecuteCodeResult> {
+    const { principal } = context;
+    if (!hasCallerScope(principal, 'exec:sandbox'))
+      throw new SbxError('FORBIDDEN', 'execute_code needs the caller scope exec:sandbox');
+    // A session that is not the caller's is a 404 before anything is counted.
+    if (target.kind === 'session')
+      await this.deps.sessions.get(context, { kind: 'id', id: target.sessionId });
+    const draft = new InvocationDraft({
+      id: randomUUID(),
+      startedAt: this.deps.now(),
+      tenantId: principal.tenantId,
+      agentId: principal.id,
+      language: call.language,
+      codeHash: createHash('sha256').update(call.code).digest('hex'),
+      ...(target.kind === 'scope' ? { scope: target.scope } : { sessionId: target.sessionId }),
+    });
+    const policy = await this.deps.policies.getTenantPolicy(principal.tenantId);
+    const outcome = await this.#run(context, target, call, policy, draft);
+    const result = draft.finish(outcome, this.deps.now());
+    await this.deps.invocations.record(draft.row(outcome, result, policy.invocationRetentionDays));
+    return result;
+  }
+
+  async #run(
+    context: AuditContext,
+    target: ExecuteTarget,
+    call: ExecuteCodeCall,
+    policy: TenantPolicyRecord,
+    draft: InvocationDraft,
+  ): Promise<CallOutcome> {
+    if (!policy.sandboxEnabled)
+      return refused('SandboxDisabled', 'sandboxes are disabled for this tenant', false);
+    const windows = quotaWindows(
+      context.principal.tenantId,
+      context.principal.id,
+      { tenantDaily: policy.executeCodeDailyCap, agentHourly: policy.executeCodeAgentHourlyCap },
+      this.deps.now(),
+    );
+    const take = await this.deps.quota.take(windows);
+    if (!take.taken)
+      return { kind: 'cap', dimension: take.dimension, resetsAt: resetsAtOf(windows, take.dimension) };
+    let session: SessionWithToken;
+    try {
+      session = await this.#session(context, target);
+    } catch (err) {
+      if (!(err instanceof SbxError)) throw err;
+      return refused('SandboxProvisioning', err.message, err.retryable);
+    }
+    draft.useSession(session);
+    return this.#runIn(session, call, policy);
+  }
+
+  #session(context: AuditContext, target: ExecuteTarget): Promise<SessionWithToken> {
+    if (target.kind === 'session')
+      return this.deps.sessions.refresh(
+        context,
+        { kind: 'id', id: target.sessionId },
+        { capabilities: ['process'] },
+      );
+    return this.deps.sessions.negotiate(context, {
+      scope: target.scope,
+      // Creating a sandbox takes write:sandbox, as on every route; with exec:sandbox alone
+      // the code runs in the scope's sandbox only when it exists already.
+      mode: hasCallerScope(context.principal, 'write:sandbox') ? 'ensure' : 'attach_only',
+      requested_capabilities: ['process'],
+      provider_preference: 'auto',
+      mvp: false,
+    });
+  }
+
+  async #runIn(
+    session: SessionWithToken,
+    call: ExecuteCodeCall,
+    policy: TenantPolicyRecord,
+  ): Promise<CallOutcome> {
+    const { sandbox } = session;
+    if (sandbox.environment === 'default_public' && policy.environment === 'internal_only')
+      return refused(
+        'SandboxProvisioning',
+        "this sandbox has network access but the tenant is now internal-only; release the thread's sandbox to get one without",
+        false,
+      );
+    const url = sandbox.httpBaseUrl;
+    if (url === null) return refused('SandboxProvisioning', 'the sandbox has no dataplane address yet', true);
+    const token = session.token.token;
+    try {
+      const readiness = await this.#readiness.check(sandbox.id, url, token);
+      if (!readiness.ready) {
+        this.deps.logger.error(
+          { sandbox_id: sandbox.id, reason: readiness.reason },
+          'execute_code readiness failed',
+        );
+        return refused('SandboxProvisioning', `${readiness.reason}; no user code ran`, false);
+      }
+      const memoryLimitMb = Math.min(this.deps.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB, policy.maxMemoryMb);
+      const run = await this.deps.runner.run(url, token, {
+        ...call,
+        timeoutMs: call.timeout_ms,
+        memoryLimitMb,
+      });
+      return { kind: 'ran', run };
+    } catch (err) {
+      if (!(err instanceof AgentUnreachable)) throw err;
+      this.deps.logger.warn({ sandbox_id: sandbox.id, err }, 'execute_code could not reach the agent');
+      return refused('SandboxProvisioning', err.message, true);
+    }
+  }
+}
+
+function refused(
+  error: 'SandboxDisabled' | 'SandboxProvisioning',
+  message: string,
+  retryable: boolean,
+): CallOutcome {
+  return { kind: 'refused', error, message, retryable };
+}
