@@ -3,9 +3,9 @@
  * in the same run. `tsx bench/agent/run.ts [name…]` runs only the named ones. A
  * measurement that throws is reported as failed and the rest still run; every process
  * and temporary file the run created is gone before it exits (1 when a target is missed).
+ * Each measurement starts its own agent, so there is no shared world.
  */
-import { runSuite, type Verdict } from '../lib/measure.js';
-import { releaseAll } from '../lib/resources.js';
+import { runMeasurements, runSuite, type Measurement } from '../lib/suite.js';
 import { benchDownload } from './download.js';
 import { benchExec } from './exec.js';
 import { benchIdleShells } from './idle-shells.js';
@@ -13,7 +13,7 @@ import { benchPtyThroughput } from './pty-throughput.js';
 import { benchTokenVerify } from './token-verify.js';
 import { benchUploadRss } from './upload-rss.js';
 
-const MEASUREMENTS: ReadonlyArray<readonly [string, () => Verdict[] | Promise<Verdict[]>]> = [
+const MEASUREMENTS: ReadonlyArray<Measurement<void>> = [
   ['token', benchTokenVerify],
   ['exec', benchExec],
   ['pty', benchPtyThroughput],
@@ -22,35 +22,15 @@ const MEASUREMENTS: ReadonlyArray<readonly [string, () => Verdict[] | Promise<Ve
   ['shells', benchIdleShells],
 ];
 
-async function runAll(wanted: readonly string[]): Promise<Verdict[]> {
-  const verdicts: Verdict[] = [];
-  for (const [name, measure] of MEASUREMENTS) {
-    if (wanted.length > 0 && !wanted.includes(name)) continue;
-    console.log(`-- ${name}`);
-    try {
-      const results = await measure();
-      for (const verdict of results)
-        console.log(`   ${verdict.metric}: ${verdict.value.toFixed(3)} ${verdict.unit}`);
-      verdicts.push(...results);
-    } catch (err) {
-      console.error(err);
-      const message = err instanceof Error ? err.message : String(err);
-      verdicts.push({
-        metric: `${name}: did not complete`,
-        value: Number.NaN,
-        unit: '',
-        target: message.slice(0, 120),
-        pass: false,
-      });
-    } finally {
-      await releaseAll();
-    }
-  }
-  return verdicts;
-}
+/** Nothing shared; what each measurement started is released before the next one. */
+const NO_WORLD = {
+  open: async (): Promise<void> => {},
+  close: async (): Promise<void> => {},
+  releaseEach: true,
+};
 
 await runSuite(
   'agent',
   MEASUREMENTS.map(([name]) => name),
-  runAll,
+  (wanted) => runMeasurements(NO_WORLD, MEASUREMENTS, wanted),
 );

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { Verdict } from '../lib/measure.js';
 import { cpuMs } from '../lib/process-stats.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
 import { killProcessesWorkingIn } from './sandbox-processes.js';
@@ -32,6 +33,8 @@ export interface BrokerProcess {
 export interface BrokerOptions {
   readonly databaseUrl: string;
   readonly redisUrl: string;
+  /** More settings, as an operator would give them (e.g. RATE_LIMIT_SESSION_PER_MINUTE). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Resolves with the banner's URL; keeps draining both pipes so the broker never blocks on them. */
@@ -89,6 +92,7 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
         BROKER_BOOTSTRAP_API_KEY: apiKey,
         LOCAL_ISOLATION: 'bubblewrap',
         LOG_LEVEL: 'info',
+        ...options.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -111,4 +115,15 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
     await stop();
     throw err;
   }
+}
+
+/** What `stop` answered, as a verdict: every agent the broker started must be gone. */
+export function agentsLeftVerdict(leftBehind: number): Verdict {
+  return {
+    metric: 'cleanup: agents left running after the broker stopped',
+    value: leftBehind,
+    unit: '',
+    target: '= 0',
+    pass: leftBehind === 0,
+  };
 }

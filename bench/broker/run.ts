@@ -7,66 +7,33 @@
  * created is gone before it exits (1 when a target is missed).
  */
 import { cpus, loadavg } from 'node:os';
-import { info, runSuite, type Verdict } from '../lib/measure.js';
-import { releaseAll } from '../lib/resources.js';
+import { info, type Verdict } from '../lib/measure.js';
+import { runMeasurements, runSuite, type Measurement } from '../lib/suite.js';
+import { agentsLeftVerdict } from './broker-process.js';
 import { openBenchWorld, type BenchWorld } from './bench-world.js';
 import { benchColdEnsure } from './cold-ensure.js';
 import { benchSessionGet } from './session-get.js';
 
-const MEASUREMENTS: ReadonlyArray<readonly [string, (world: BenchWorld) => Promise<Verdict[]>]> = [
+const MEASUREMENTS: ReadonlyArray<Measurement<BenchWorld>> = [
   ['get', benchSessionGet],
   ['ensure', benchColdEnsure],
 ];
 
-function failed(name: string, err: unknown): Verdict {
-  console.error(err);
-  const message = err instanceof Error ? err.message : String(err);
-  return {
-    metric: `${name}: did not complete`,
-    value: Number.NaN,
-    unit: '',
-    target: message.slice(0, 120),
-    pass: false,
-  };
+/** The load after the measurements, then the broker's stop: every agent it started must be gone. */
+async function closeWorld(world: BenchWorld): Promise<Verdict[]> {
+  const after = info('machine: load average (1 min) after', loadavg()[0] ?? Number.NaN, '');
+  return [after, agentsLeftVerdict(await world.close())];
 }
 
 async function runAll(wanted: readonly string[]): Promise<Verdict[]> {
-  const verdicts: Verdict[] = [
+  const machine = [
     info('machine: CPUs', cpus().length, ''),
     info('machine: load average (1 min) before', loadavg()[0] ?? Number.NaN, ''),
   ];
-  let world: BenchWorld;
-  try {
-    world = await openBenchWorld();
-  } catch (err) {
-    return [...verdicts, failed('setup', err)];
-  }
-  try {
-    for (const [name, measure] of MEASUREMENTS) {
-      if (wanted.length > 0 && !wanted.includes(name)) continue;
-      console.log(`-- ${name}`);
-      try {
-        const results = await measure(world);
-        for (const verdict of results)
-          console.log(`   ${verdict.metric}: ${verdict.value.toFixed(3)} ${verdict.unit}`);
-        verdicts.push(...results);
-      } catch (err) {
-        verdicts.push(failed(name, err));
-      }
-    }
-    verdicts.push(info('machine: load average (1 min) after', loadavg()[0] ?? Number.NaN, ''));
-  } finally {
-    const leftBehind = await world.close();
-    await releaseAll();
-    verdicts.push({
-      metric: 'cleanup: agents left running after the broker stopped',
-      value: leftBehind,
-      unit: '',
-      target: '= 0',
-      pass: leftBehind === 0,
-    });
-  }
-  return verdicts;
+  return [
+    ...machine,
+    ...(await runMeasurements({ open: openBenchWorld, close: closeWorld }, MEASUREMENTS, wanted)),
+  ];
 }
 
 await runSuite(

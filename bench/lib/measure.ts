@@ -1,6 +1,4 @@
-/** Small measurement helpers shared by the benchmark suites. */
-import { writeFileSync, mkdirSync } from 'node:fs';
-import path from 'node:path';
+/** Small measurement helpers shared by the benchmark suites (running a suite: suite.ts). */
 
 export interface Sample {
   readonly name: string;
@@ -76,41 +74,4 @@ export function atMost(metric: string, value: number, unit: string, limit: numbe
 /** A verdict that passes when `value` ≥ `limit`. */
 export function atLeast(metric: string, value: number, unit: string, limit: number): Verdict {
   return { metric, value, unit, target: `≥ ${limit} ${unit}`, pass: value >= limit };
-}
-
-/** Prints a table of verdicts, writes them to bench/results/<suite>.json, returns whether all passed. */
-export function report(suite: string, verdicts: readonly Verdict[]): boolean {
-  for (const v of verdicts) {
-    console.log(
-      `${v.pass ? 'PASS' : 'FAIL'}  ${v.metric.padEnd(56)} ${v.value.toFixed(3).padStart(10)} ${v.unit.padEnd(8)} target ${v.target}`,
-    );
-  }
-  const dir = path.resolve('bench/results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    path.join(dir, `${suite}.json`),
-    `${JSON.stringify({ suite, at: new Date().toISOString(), verdicts }, null, 2)}\n`,
-  );
-  return verdicts.every((v) => v.pass);
-}
-
-/**
- * The command line of a suite: the measurements named as arguments (all when none),
- * exit 2 for an unknown name, else the report's verdict as the exit code.
- */
-export async function runSuite(
-  suite: string,
-  known: readonly string[],
-  runAll: (wanted: readonly string[]) => Promise<Verdict[]>,
-): Promise<void> {
-  const wanted = process.argv.slice(2);
-  const unknown = wanted.filter((name) => !known.includes(name));
-  if (unknown.length > 0) {
-    console.error(`unknown measurement ${unknown.join(', ')}; known: ${known.join(', ')}`);
-    process.exitCode = 2;
-    return;
-  }
-  const verdicts = await runAll(wanted);
-  console.log('');
-  process.exitCode = report(suite, verdicts) ? 0 : 1;
 }

@@ -23,4 +23,7 @@ export * from './dataplane-files.js';
 export * from './dataplane-exec.js';
 export * from './code-run.js';
 export * from './execute-code.js';
+export * from './sandbox-resources.js';
+export * from './sandbox-resource-routes.js';
+export * from './command-log.js';
 export * from './openapi.js';

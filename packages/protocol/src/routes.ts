@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ADMIN_ROUTES } from './admin-routes.js';
+import { SANDBOX_RESOURCE_ROUTES } from './sandbox-resource-routes.js';
 import type { ErrorCode } from './errors.js';
 import { ExecuteCodeRequest, ExecuteCodeResult, SessionExecuteCodeRequest } from './execute-code.js';
 import { RevocationRequest, RevocationResponse } from './revocation.js';
@@ -34,7 +35,7 @@ import {
  * (docs/protocol.md#error-table; BAD_REQUEST wherever there is a body or path parameter).
  */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI-style path template. */
   readonly path: string;
   readonly summary: string;
@@ -241,6 +242,7 @@ export const ROUTES = {
       'RATE_LIMITED',
     ],
   },
+  ...SANDBOX_RESOURCE_ROUTES,
   ...ADMIN_ROUTES,
   adminRevoke: {
     method: 'POST',

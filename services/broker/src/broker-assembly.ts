@@ -23,7 +23,10 @@ import type { BrokerAdapters } from './broker-adapters.js';
 import { startBrokerLoops } from './broker-loops.js';
 import { brokerObservability } from './broker-observability.js';
 import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.js';
+import type { Server } from 'node:http';
 import { brokerRoutes } from './broker-routes.js';
+import { resolveLifecycleTimers } from './domain/lifecycle/lifecycle-settings.js';
+import { RELAYED_BODY_PATHS } from './http/sandboxes/sandbox-relay-routes.js';
 import type { CodeRunner } from './domain/execute-code/code-runner.js';
 import { BROKER_VERSION } from './version.js';
 
@@ -45,6 +48,8 @@ export interface BrokerSettings {
   readonly loops?: boolean | undefined;
   /** METRICS_TOKEN: /metrics then needs `Authorization: Bearer <token>` (docs/operations.md). */
   readonly metricsToken?: string | undefined;
+  /** Relay mode (docs/sandboxes.md): data-plane routes through the broker at this public URL. */
+  readonly dataplaneRelay?: { readonly publicUrl: string } | undefined;
   /** Between two reads of the agents' usage counters (default 60 s). */
   readonly usageCollectIntervalMs?: number | undefined;
   /** execute_code: the address-space limit of one run, and how agents are reached (tests). */
@@ -63,6 +68,8 @@ export interface Broker {
   readonly reaper: LeaseReaper;
   /** This broker's metrics (its own prom-client Registry: `metrics.registry`). */
   readonly metrics: PromBrokerMetrics;
+  /** Serves the broker's WebSocket routes (sandbox sessions) on `server`, which serves `app`. */
+  attach(server: Server): void;
   /** Stops the loops, then closes the provider, the coordination store and the database. */
   close(): Promise<void>;
 }
@@ -95,7 +102,13 @@ export async function assembleBroker(
     settings: settings.sessions,
     metrics,
   });
-  const routers = brokerRoutes({
+  const routing = brokerRoutes({
+    prisma: database.prisma,
+    provider,
+    reaperRepository,
+    lifecycleTimers: resolveLifecycleTimers({ idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000 }),
+    allowedOrigins: settings.http?.corsAllowedOrigins,
+    dataplaneRelay: settings.dataplaneRelay,
     service,
     audit,
     repositories,
@@ -151,13 +164,15 @@ export async function assembleBroker(
     probes,
     metrics,
     metricsToken: settings.metricsToken,
-    routers,
+    routers: routing.routers,
     http: settings.http,
+    rawBodyPaths: RELAYED_BODY_PATHS,
   });
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      routing.close();
       await loops.stop();
       await agentExit.drain();
       await provider.close();
@@ -177,6 +192,11 @@ export async function assembleBroker(
     vault,
     reaper,
     metrics,
+    attach: (server) => {
+      server.on('upgrade', (req, socket, head) => {
+        if (!routing.upgrade(req, socket, head)) socket.destroy();
+      });
+    },
     close,
   };
 }

@@ -31,6 +31,12 @@ import { executeCodeRoutes } from './http/execute-code/execute-code-routes.js';
 import { httpCodeRunner, type CodeRunner } from './domain/execute-code/code-runner.js';
 import { ExecuteCodeService } from './domain/execute-code/execute-code-service.js';
 import type { Repositories } from './store/index.js';
+import type { PrismaClient } from './store/generated/client.js';
+import type { ReaperRepository } from './store/reaper-repository.js';
+import type { SandboxProvider } from './providers/provider.js';
+import type { LifecycleTimers } from './domain/lifecycle/lifecycle-settings.js';
+import type { UpgradeHandler } from './http/sandboxes/sandbox-session-socket.js';
+import { sandboxRouting } from './broker-sandbox-routes.js';
 
 export interface BrokerRoutesDeps {
   readonly service: SessionService;
@@ -65,10 +71,26 @@ export interface BrokerRoutesDeps {
   readonly admin?: AdminAssembly | undefined;
   /** Rate-limit and authentication refusals. */
   readonly metrics?: BrokerMetrics | undefined;
+  /** The sandbox resource API's store, provider and lifecycle timers (docs/sandboxes.md). */
+  readonly prisma: PrismaClient;
+  readonly provider: Pick<SandboxProvider, 'stop' | 'destroy'>;
+  readonly reaperRepository: Pick<ReaperRepository, 'applyStateChange'>;
+  readonly lifecycleTimers: LifecycleTimers;
+  /** Browser origins allowed to open WebSockets (none: no browser). */
+  readonly allowedOrigins?: readonly string[] | undefined;
+  /** Relay mode (DATAPLANE_RELAY=on): the broker's public URL its dataplane addresses start with. */
+  readonly dataplaneRelay?: { readonly publicUrl: string } | undefined;
+}
+
+export interface BrokerRouting {
+  readonly routers: Router[];
+  /** WebSocket upgrades the broker serves (sandbox sessions); false: not one of its paths. */
+  readonly upgrade: UpgradeHandler;
+  close(): void;
 }
 
 /** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`), `/oauth/token` and `/oauth/introspect`, in that order. */
-export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
+export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
   const { repositories, logger } = deps;
   const authFailureLimiter = new AuthFailureLimiter(
     deps.coordination,
@@ -76,15 +98,11 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
     logger,
     deps.clock,
   );
+  const callers = createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc });
   const http = {
     service: deps.service,
     audit: deps.audit,
-    authenticate: authenticateCaller(
-      createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc }),
-      logger,
-      deps.metrics,
-      authFailureLimiter,
-    ),
+    authenticate: authenticateCaller(callers, logger, deps.metrics, authFailureLimiter),
     rateLimiter: new RateLimiter(deps.coordination, deps.rateLimits, logger, deps.metrics),
     idempotency: new IdempotencyGuard(
       repositories.idempotency,
@@ -95,15 +113,20 @@ export function brokerRoutes(deps: BrokerRoutesDeps): Router[] {
   };
   const admin =
     deps.admin === undefined ? [] : adminRoutes({ ...deps, ...deps.admin, authenticate: http.authenticate });
-  return [
+  const sandboxes = sandboxRouting(deps, http, callers);
+  // Relay mode: the session and thread routes present the broker's dataplane addresses.
+  const sessions = { ...http, service: sandboxes.sessionView };
+  const routers = [
     ...admin,
-    sessionRoutes(http),
-    threadRoutes(http),
+    ...sandboxes.routers,
+    sessionRoutes(sessions),
+    threadRoutes(sessions),
     tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
     introspectionRoutes(deps),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
     executeCodeRoutes({ ...http, executeCode: executeCodeService(deps) }, deps.clock),
   ];
+  return { routers, upgrade: sandboxes.upgrade, close: () => sandboxes.close() };
 }
 
 function executeCodeService(deps: BrokerRoutesDeps): ExecuteCodeService {

@@ -1,5 +1,6 @@
 // The broker as main.ts starts it: the adapters the configuration names
 // (broker-adapters.ts), assembled into the broker (broker-assembly.ts).
+import type { Server } from 'node:http';
 import type { Express } from 'express';
 import type { Logger } from '@sbx/service-kit';
 import { openBrokerAdapters } from './broker-adapters.js';
@@ -13,6 +14,8 @@ export interface BrokerSystem {
   readonly isolation: SandboxProvider['isolation'];
   /** An admin key generated on this start (embedded mode, first start only): print it once. */
   readonly generatedAdminKey: string | undefined;
+  /** Serves the broker's WebSocket routes on the server that serves `app`. */
+  attach(server: Server): void;
   close(): Promise<void>;
 }
 
@@ -39,6 +42,7 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
     http: config.http,
     metricsToken: config.metricsToken,
     usageCollectIntervalMs: config.usageCollectIntervalMs,
+    dataplaneRelay: config.dataplaneRelay,
     ...(config.executeCodeMemoryMb === undefined
       ? {}
       : { executeCode: { memoryLimitMb: config.executeCodeMemoryMb } }),

@@ -60,6 +60,8 @@ const BrokerEnv = z.object({
   USAGE_COLLECT_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
   // Address-space limit of one execute_code run (docs/execute-code.md "Limits").
   EXECUTE_CODE_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
+  // Relay mode (docs/sandboxes.md): every data-plane route through the broker.
+  DATAPLANE_RELAY: z.enum(['off', 'on']).default('off'),
 });
 
 const brokerRules: readonly EnvRule[] = [
@@ -71,6 +73,11 @@ const brokerRules: readonly EnvRule[] = [
   (env) =>
     (env['OIDC_ISSUER'] === undefined) !== (env['OIDC_AUDIENCE'] === undefined)
       ? 'OIDC_AUDIENCE: OIDC_ISSUER and OIDC_AUDIENCE go together'
+      : undefined,
+  // Relay mode hands clients the broker's own address: it must be one they can reach.
+  (env) =>
+    env['DATAPLANE_RELAY'] === 'on' && env['BROKER_PUBLIC_URL'] === undefined
+      ? 'BROKER_PUBLIC_URL: is required when DATAPLANE_RELAY=on'
       : undefined,
 ];
 
@@ -106,6 +113,8 @@ export interface BrokerConfig {
   readonly usageCollectIntervalMs?: number;
   /** execute_code's per-run memory limit, MiB (absent: 512). */
   readonly executeCodeMemoryMb?: number;
+  /** Relay mode: data-plane traffic through the broker at this public URL (absent: off). */
+  readonly dataplaneRelay?: { readonly publicUrl: string } | undefined;
 }
 
 /** CORS allowlist, HSTS and Express's `trust proxy` (docs/security.md, "Hardening"). */
@@ -166,5 +175,9 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
     executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
+    dataplaneRelay:
+      e.DATAPLANE_RELAY === 'on' && e.BROKER_PUBLIC_URL !== undefined
+        ? { publicUrl: e.BROKER_PUBLIC_URL }
+        : undefined,
   };
 }

@@ -70,6 +70,7 @@ async function main(): Promise<void> {
   });
   const system = await createBrokerSystem(config, logger, now);
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, system.app);
+  system.attach(server);
   applyServerLimits(server);
   const host = hostFor(config, system, logger);
   const port = await listen(server, host, config.port);

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { SbxError, type CapabilityScope } from '@sbx/protocol';
-import { requireScope, type VerifiedCapability } from '@sbx/tokens';
+import { hasScope, requireScope, TokenError, type VerifiedCapability } from '@sbx/tokens';
 import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
 import type { Authenticator } from './authenticator.js';
 
@@ -77,10 +77,17 @@ async function settle(
   next();
 }
 
-/** Requires `scope` (directly or implied: fs:rw covers fs:ro) of the request's capability. */
-export function requireCapability(scope: CapabilityScope): RequestHandler {
+/**
+ * Requires `scope` (directly or implied: fs:rw covers fs:ro) of the request's capability;
+ * with `orScopes`, any one of `scope` and `orScopes` is enough.
+ */
+export function requireCapability(scope: CapabilityScope, ...orScopes: CapabilityScope[]): RequestHandler {
+  const anyOf = [scope, ...orScopes];
   return (_req: Request, res: Response, next: NextFunction) => {
-    requireScope(capabilityOf(res), scope);
+    const capability = capabilityOf(res);
+    if (orScopes.length === 0) requireScope(capability, scope);
+    else if (!anyOf.some((wanted) => hasScope(capability.scopes, wanted)))
+      throw new TokenError('insufficient_scope', `token grants none of ${anyOf.join(', ')}`);
     next();
   };
 }

@@ -35,6 +35,8 @@ export interface BrokerAppDeps {
   readonly routers?: readonly Router[];
   /** CORS allowlist, HSTS, trust proxy; absent: none, none, off. */
   readonly http?: BrokerHttpHardening | undefined;
+  /** Paths whose request bodies are relayed as they come: no JSON parser reads them. */
+  readonly rawBodyPaths?: RegExp | undefined;
 }
 
 /** The broker's HTTP surface, built from its dependencies only (no globals, no environment). */
@@ -47,7 +49,13 @@ export function createApp(deps: BrokerAppDeps): Express {
   app.use(observeRequests(deps.logger, deps.metrics));
   app.use(securityHeaders({ hstsMaxAgeSeconds: deps.http?.hstsMaxAgeSeconds }));
   app.use(corsAllowlist({ allowedOrigins: deps.http?.corsAllowedOrigins ?? [] }));
-  app.use(express.json({ limit: '256kb' }));
+  const json = express.json({ limit: '256kb' });
+  // Relayed bodies (a file upload, a data-plane call) stream to the agent untouched.
+  const raw = deps.rawBodyPaths;
+  app.use((req, res, next) => {
+    if (raw?.test(req.path) === true) next();
+    else json(req, res, next);
+  });
   app.use(requestContext);
 
   // Liveness: answers while the process serves; dependencies are /readyz's business.

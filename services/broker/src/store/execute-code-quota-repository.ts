@@ -1,7 +1,7 @@
 // execute_code's circuit breakers (docs/execute-code.md "Quotas"): one counter row per
 // dimension, subject and window in Postgres, so every broker replica shares them and
 // they survive a restart.
-import type { CapDimension } from '@sbx/protocol';
+import { CapDimension } from '@sbx/protocol';
 import type { PrismaClient } from './generated/client.js';
 import { guard } from './db-errors.js';
 
@@ -16,48 +16,29 @@ export interface QuotaCounter {
 export type QuotaTake =
   { readonly taken: true } | { readonly taken: false; readonly dimension: CapDimension };
 
-/** Thrown inside the transaction to undo the counters already taken. */
-class CapReached extends Error {
-  constructor(readonly dimension: CapDimension) {
-    super(`cap ${dimension} reached`);
-  }
-}
-
-// Calls of one tenant queue on its counter row: a burst waits its turn instead of failing.
-const TRANSACTION_WAITS = { maxWait: 15_000, timeout: 15_000 };
-
 export class ExecuteCodeQuotaRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   /**
-   * Takes one unit from every counter, or from none: each increment is one statement
-   * that only succeeds while `count < cap` (the row lock makes concurrent calls queue),
-   * and a counter at its cap rolls back the ones taken before it. A cap of 0 never
-   * inserts, so it refuses everything.
+   * Takes one unit from both counters, or from none, in one statement: the database function
+   * `execute_code_take` (migration *_execute_code_take) increments each only while
+   * `count < cap` (the row lock makes concurrent calls queue) and undoes the first when the
+   * second refuses. A cap of 0 never inserts, so it refuses everything.
    */
-  async take(counters: readonly QuotaCounter[]): Promise<QuotaTake> {
-    try {
-      await guard('take execute_code quota', () =>
-        this.prisma.$transaction(async (tx) => {
-          for (const counter of counters) {
-            const rows = await tx.$queryRaw<{ count: number }[]>`
-              INSERT INTO "execute_code_counters" ("dimension", "subject", "window_start", "count")
-              SELECT ${counter.dimension}, ${counter.subject}, ${counter.windowStart}, 1
-              WHERE ${counter.cap}::int > 0
-              ON CONFLICT ("dimension", "subject", "window_start")
-              DO UPDATE SET "count" = "execute_code_counters"."count" + 1
-              WHERE "execute_code_counters"."count" < ${counter.cap}::int
-              RETURNING "count"`;
-            if (rows.length === 0) throw new CapReached(counter.dimension);
-          }
-        }, TRANSACTION_WAITS),
-      );
-      return { taken: true };
-    } catch (err) {
-      const reached = capReachedIn(err);
-      if (reached !== undefined) return { taken: false, dimension: reached.dimension };
-      throw err;
-    }
+  async take(counters: readonly [QuotaCounter, QuotaCounter]): Promise<QuotaTake> {
+    const [first, second] = counters;
+    const rows = await guard(
+      'take execute_code quota',
+      () =>
+        this.prisma.$queryRaw<{ refused: string | null }[]>`
+        SELECT "execute_code_take"(
+          ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
+          ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
+        ) AS "refused"`,
+    );
+    const refused = rows[0]?.refused ?? null;
+    if (refused === null) return { taken: true };
+    return { taken: false, dimension: CapDimension.parse(refused) };
   }
 
   /** The current count of one counter (0 when it has no row). */
@@ -84,13 +65,4 @@ export class ExecuteCodeQuotaRepository {
     );
     return result.count;
   }
-}
-
-/** `guard` may wrap the error it was given; the cap is found through the cause chain. */
-function capReachedIn(err: unknown): CapReached | undefined {
-  for (let current: unknown = err, depth = 0; current !== undefined && depth < 5; depth++) {
-    if (current instanceof CapReached) return current;
-    current = current instanceof Error ? current.cause : undefined;
-  }
-  return undefined;
 }

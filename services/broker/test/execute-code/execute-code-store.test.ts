@@ -54,7 +54,7 @@ function invocation(overrides: Partial<NewInvocation> = {}): NewInvocation {
     expect(takes.filter((t) => t.taken)).toHaveLength(10);
     expect(takes.filter((t) => !t.taken && t.dimension === 'agent_hourly')).toHaveLength(40);
     // The 40 refused calls were rolled back on the tenant's day too.
-    expect(await quota().count(windows[0]!)).toBe(10);
+    expect(await quota().count(windows[0])).toBe(10);
   }, 60_000);
 
   it('resets each window with the clock: the next hour and the next UTC day start from zero', async () => {
@@ -150,7 +150,7 @@ function invocation(overrides: Partial<NewInvocation> = {}): NewInvocation {
       where: { id: { in: [expired.id, kept.id] } },
     });
     expect(left.map((r) => r.id)).toEqual([kept.id]);
-    expect(await quota().count(oldWindows[0]!)).toBe(0);
-    expect(await quota().count(currentWindows[0]!)).toBe(1);
+    expect(await quota().count(oldWindows[0])).toBe(0);
+    expect(await quota().count(currentWindows[0])).toBe(1);
   });
 });

@@ -73,6 +73,26 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
     expect(pyRow.purgeAfter.getTime() - pyRow.createdAt.getTime()).toBe(30 * 86_400_000);
   }, 120_000);
 
+  it('keeps using the thread sandbox between calls, and finds a new one after it ended', async () => {
+    const thread = `thr_${randomUUID()}`;
+    const first = await run(agent, {
+      thread_id: thread,
+      language: 'bash',
+      code: 'echo one > marker; cat marker',
+    });
+    const second = await run(agent, { thread_id: thread, language: 'bash', code: 'cat marker' });
+    expect([first.stdout, second.stdout, second.sandbox_id]).toEqual(['one\n', 'one\n', first.sandbox_id]);
+    const released = await request(broker.url).delete(`/threads/${thread}/sandbox`).set(bearer(agent));
+    expect(released.status).toBe(204);
+    const third = await run(agent, {
+      thread_id: thread,
+      language: 'bash',
+      code: 'cat marker 2>/dev/null || echo fresh',
+    });
+    expect(third).toMatchObject({ ok: true, stdout: 'fresh\n' });
+    expect(third.sandbox_id).not.toBe(first.sandbox_id);
+  }, 120_000);
+
   it('reports error, timeout and oom, and the sandbox keeps serving', async () => {
     const thread = `thr_${randomUUID()}`;
     const failed = await run(agent, { thread_id: thread, code: 'import sys; sys.exit(3)' });

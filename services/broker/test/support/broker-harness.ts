@@ -57,6 +57,8 @@ export interface BrokerHarnessOptions<P extends SandboxProvider> {
   readonly loops?: boolean;
   /** The broker's clock (default Date.now): quota windows, leases, token times. */
   readonly clock?: () => number;
+  /** Relay mode (DATAPLANE_RELAY=on) at this harness's own address. */
+  readonly dataplaneRelay?: boolean;
   /** execute_code's memory limit and agent client (BrokerSettings). */
   readonly executeCode?: BrokerSettings['executeCode'];
   /** Default: debug level, captured into `logs`. */
@@ -137,6 +139,10 @@ export async function startBrokerHarness<P extends SandboxProvider>(
   const coordination =
     options.coordination ?? new InProcessCoordination({ keyPrefix: `test-${randomUUID()}` });
   const masterKey = options.masterKey ?? randomMasterKey();
+  // Listening first: relay mode hands out the broker's own address, known only now.
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
   let broker: Broker;
   try {
     broker = await assembleBroker(
@@ -158,15 +164,18 @@ export async function startBrokerHarness<P extends SandboxProvider>(
         idempotency: options.idempotency,
         loops: options.loops,
         executeCode: options.executeCode,
+        ...(options.dataplaneRelay === true
+          ? { dataplaneRelay: { publicUrl: `http://127.0.0.1:${port}` } }
+          : {}),
       },
     );
   } catch (err) {
+    server.close();
     if (options.coordination === undefined) await coordination.close();
     throw err;
   }
-  const server = createServer(broker.app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  server.on('request', broker.app);
+  broker.attach(server);
   const tenantId = `tenant_${randomUUID()}`;
   const { repositories } = broker;
   let closing: Promise<void> | undefined;

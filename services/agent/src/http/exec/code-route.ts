@@ -7,11 +7,13 @@ import {
   type CodeRunResponse,
 } from '@sbx/protocol';
 import { incompleteTailLength } from '../../domain/exec/byte-encoding.js';
+import { codeLineOf, type CommandLog } from '../../domain/commands/command-log.js';
 import type { OutputCapture } from '../../domain/exec/output-capture.js';
 import type { ProcessSupervisor } from '../../domain/exec/process-supervisor.js';
 import { REDACTOR_VERSION } from '../../domain/code/redactor.js';
 import { CODE_OUTPUT_LIMITS, runCode, type CodeRunResult } from '../../domain/code/run-code.js';
-import { requireCapability } from '../capability.js';
+import { capabilityOf, requireCapability } from '../capability.js';
+import { beginCommand, loggedStart, outcomeOf } from './command-logging.js';
 import type { ResolvedExecOptions } from './exec-options.js';
 
 /** The code route's own limits; by default 256 KiB of stdout and 32 KiB of stderr. */
@@ -51,6 +53,7 @@ export function mountCodeRoute(
     readonly supervisor: ProcessSupervisor;
     readonly options: ResolvedExecOptions;
     readonly now: () => number;
+    readonly commandLog: CommandLog;
     readonly code?: CodeRouteOptions;
   },
 ): void {
@@ -73,6 +76,13 @@ export function mountCodeRoute(
       timeoutMs: body.timeout_ms ?? DEFAULT_CODE_TIMEOUT_MS,
       memoryLimitMb: body.memory_limit_mb ?? DEFAULT_CODE_MEMORY_LIMIT_MB,
     };
-    res.json(codeResponseOf(await runCode(deps.supervisor, run, limits, deps.now, hangUp.signal)));
+    const logged = beginCommand(deps.commandLog, capabilityOf(res), {
+      route: 'code',
+      command: codeLineOf(body.code),
+      language: body.language,
+    });
+    const result = await loggedStart(logged, runCode(deps.supervisor, run, limits, deps.now, hangUp.signal));
+    logged.end(outcomeOf(result.status, result.exitStatus === 'timeout', result.exitStatus));
+    res.json(codeResponseOf(result));
   });
 }

@@ -1,10 +1,12 @@
 import express from 'express';
 import type { AgentContext, AgentFeature } from '../../agent-context.js';
+import { CommandLog } from '../../domain/commands/command-log.js';
 import { ProcessSlots } from '../../domain/exec/process-slots.js';
 import { ProcessSupervisor } from '../../domain/exec/process-supervisor.js';
 import { ProcessRegistry } from '../../domain/processes/process-registry.js';
 import { execWsRoute } from './exec-ws-route.js';
 import { mountCodeRoute } from './code-route.js';
+import { mountCommandLogRoute } from './command-log-route.js';
 import { mountExecRoute } from './exec-route.js';
 import { resolveExecOptions, type ExecOptions } from './exec-options.js';
 import { legacyExecuteRoute } from './legacy-execute-route.js';
@@ -35,12 +37,14 @@ export function execFeature(ctx: AgentContext, options: ExecOptions = {}): Agent
     retentionMs: settings.processRetentionMs,
     maxRetained: settings.maxRetainedProcesses,
   });
+  const commandLog = new CommandLog({ capacity: settings.commandLogSize, now: ctx.now });
   const router = express.Router();
-  mountExecRoute(router, { supervisor, options: settings, now: ctx.now });
-  mountCodeRoute(router, { supervisor, options: settings, now: ctx.now });
-  mountProcessRoutes(router, { registry, options: settings, logger: ctx.logger });
+  mountExecRoute(router, { supervisor, options: settings, now: ctx.now, commandLog });
+  mountCodeRoute(router, { supervisor, options: settings, now: ctx.now, commandLog });
+  mountProcessRoutes(router, { registry, options: settings, logger: ctx.logger, commandLog });
   mountProcessOutputRoute(router, { registry, followBufferBytes: settings.followBufferBytes });
-  const streamDeps = { supervisor, killGraceMs: settings.killGraceMs };
+  mountCommandLogRoute(router, commandLog);
+  const streamDeps = { supervisor, killGraceMs: settings.killGraceMs, commandLog };
   const wsRoutes = [execWsRoute({ ...streamDeps, defaultTimeoutMs: settings.defaultTimeoutMs })];
   if (settings.legacyEndpoints)
     wsRoutes.push(

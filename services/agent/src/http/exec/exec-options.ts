@@ -29,6 +29,8 @@ export interface ExecOptions {
   readonly legacyEndpoints?: boolean;
   /** Program that runs `/execute`'s `code` with `-c`: default python3 when installed, else /bin/sh. */
   readonly legacyInterpreter?: string;
+  /** Entries of the command log (GET /v1/commands/log) kept at most; the oldest goes first. */
+  readonly commandLogSize?: number;
 }
 
 export type ResolvedExecOptions = Required<ExecOptions>;
@@ -52,5 +54,6 @@ export function resolveExecOptions(options: ExecOptions = {}): ResolvedExecOptio
     drainMs: options.drainMs ?? 2000,
     legacyEndpoints: options.legacyEndpoints ?? false,
     legacyInterpreter: options.legacyInterpreter ?? findExecutable(['python3']) ?? '/bin/sh',
+    commandLogSize: options.commandLogSize ?? 1000,
   };
 }

@@ -1,10 +1,12 @@
 import express, { type Router } from 'express';
 import { parseOrThrow, ExecRequest, type ExecResponse } from '@sbx/protocol';
 import { decodeData, encodeBytes, encodeCutBytes } from '../../domain/exec/byte-encoding.js';
+import { commandTextOf, type CommandLog } from '../../domain/commands/command-log.js';
 import type { OutputCapture } from '../../domain/exec/output-capture.js';
 import type { ProcessSupervisor } from '../../domain/exec/process-supervisor.js';
 import { runExec, type ExecResult } from '../../domain/exec/run-exec.js';
-import { requireCapability } from '../capability.js';
+import { capabilityOf, requireCapability } from '../capability.js';
+import { beginCommand, loggedStart, outcomeOf } from './command-logging.js';
 import type { ResolvedExecOptions } from './exec-options.js';
 
 function encodeCapture(capture: OutputCapture): ReturnType<typeof encodeBytes> {
@@ -38,6 +40,7 @@ export function mountExecRoute(
     readonly supervisor: ProcessSupervisor;
     readonly options: ResolvedExecOptions;
     readonly now: () => number;
+    readonly commandLog: CommandLog;
   },
 ): void {
   const json = express.json({ limit: deps.options.maxRequestBytes });
@@ -48,14 +51,19 @@ export function mountExecRoute(
     res.on('close', () => {
       if (!res.writableFinished) hangUp.abort();
     });
-    const result = await runExec(
+    const stdin = body.stdin === undefined ? undefined : decodeData(body.stdin, body.stdin_encoding);
+    const logged = beginCommand(deps.commandLog, capabilityOf(res), {
+      route: 'exec',
+      command: commandTextOf(body),
+    });
+    const run = runExec(
       deps.supervisor,
       {
         argv: body.argv,
         cmd: body.cmd,
         cwd: body.cwd,
         env: body.env,
-        stdin: body.stdin === undefined ? undefined : decodeData(body.stdin, body.stdin_encoding),
+        stdin,
         timeoutMs: body.timeout_ms ?? deps.options.defaultTimeoutMs,
       },
       {
@@ -66,6 +74,8 @@ export function mountExecRoute(
       deps.now,
       hangUp.signal,
     );
+    const result = await loggedStart(logged, run);
+    logged.end(outcomeOf(result.status, result.timedOut));
     res.json(execResponseOf(result));
   });
 }

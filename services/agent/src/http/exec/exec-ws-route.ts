@@ -1,10 +1,13 @@
 import { SbxError, WS_CLOSE_CODES } from '@sbx/protocol';
+import { commandTextOf, type CommandLog } from '../../domain/commands/command-log.js';
 import { decodeData } from '../../domain/exec/byte-encoding.js';
 import type { EndpointFrame, EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
+import { beginCommand, loggedStart, outcomeOf } from './command-logging.js';
 import { WsProcessStream, type WsProcessStreamDeps } from './ws-process-stream.js';
 
 export interface ExecWsDeps extends WsProcessStreamDeps {
   readonly defaultTimeoutMs: number;
+  readonly commandLog: CommandLog;
 }
 
 type StartFrame = Extract<EndpointFrame<'exec'>, { type: 'start' }>;
@@ -53,13 +56,19 @@ class ExecSocketHandler implements EndpointHandler<'exec'> {
     if (this.#stream !== undefined) throw new SbxError('CONFLICT', 'this socket already runs a process');
     const stream = new WsProcessStream(this.session, this.deps);
     this.#stream = stream;
-    this.#starting = stream.start(
+    const logged = beginCommand(this.deps.commandLog, this.session.capability, {
+      route: 'exec_ws',
+      command: commandTextOf(frame),
+    });
+    const start = stream.start(
       { argv: frame.argv, cmd: frame.cmd, cwd: frame.cwd, env: frame.env },
       frame.timeout_ms ?? this.deps.defaultTimeoutMs,
       frame.stdin === undefined ? undefined : Buffer.from(frame.stdin, 'utf8'),
     );
+    this.#starting = loggedStart(logged, start);
     try {
       await this.#starting;
+      void stream.ended().then(({ status, timedOut }) => logged.end(outcomeOf(status, timedOut)));
     } catch (err) {
       // Nothing started (a refused cwd, no free slot): the client may send another start.
       this.#stream = undefined;

@@ -1,12 +1,15 @@
 import { SbxError, validationError, WS_CLOSE_CODES, LegacyExecuteRequest } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
+import { codeLineOf, type CommandLog } from '../../domain/commands/command-log.js';
 import type { EndpointHandler, WsRoute, WsSession } from '../ws/ws-session.js';
+import { beginCommand, loggedStart, outcomeOf } from './command-logging.js';
 import { WsProcessStream, type WsProcessStreamDeps } from './ws-process-stream.js';
 
 export interface LegacyExecuteDeps extends WsProcessStreamDeps {
   readonly interpreter: string;
   readonly timeoutMs: number;
   readonly logger: Logger;
+  readonly commandLog: CommandLog;
 }
 
 function parseBody(text: string): LegacyExecuteRequest {
@@ -57,7 +60,14 @@ class LegacyExecuteHandler implements EndpointHandler<'exec'> {
       },
       'legacy execute',
     );
-    await stream.start({ argv: [this.deps.interpreter, '-c', body.code] }, this.deps.timeoutMs);
+    // The code itself is not logged whole: the interpreter and the snippet's first line.
+    const logged = beginCommand(this.deps.commandLog, this.session.capability, {
+      route: 'legacy',
+      command: `${this.deps.interpreter} -c ${codeLineOf(body.code)}`,
+    });
+    const start = stream.start({ argv: [this.deps.interpreter, '-c', body.code] }, this.deps.timeoutMs);
+    await loggedStart(logged, start);
+    void stream.ended().then(({ status, timedOut }) => logged.end(outcomeOf(status, timedOut)));
   }
 
   onClose(): void {

@@ -10,10 +10,12 @@ import {
   type ProcessStartResponse,
 } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
+import { commandTextOf, type CommandLog } from '../../domain/commands/command-log.js';
 import { programLabel } from '../../domain/exec/command.js';
 import { decodeData } from '../../domain/exec/byte-encoding.js';
 import type { ProcessRegistry } from '../../domain/processes/process-registry.js';
 import { capabilityOf, requireCapability } from '../capability.js';
+import { beginCommand, loggedStart, outcomeOf } from './command-logging.js';
 import type { ResolvedExecOptions } from './exec-options.js';
 import { processInfoOf } from './process-view.js';
 
@@ -21,6 +23,7 @@ export interface ProcessRouteDeps {
   readonly registry: ProcessRegistry;
   readonly options: ResolvedExecOptions;
   readonly logger: Logger;
+  readonly commandLog: CommandLog;
 }
 
 /** The `{id}` of a `/v1/processes/{id}…` path. */
@@ -38,8 +41,14 @@ export function mountProcessRoutes(router: Router, deps: ProcessRouteDeps): void
 
   router.post('/v1/processes', needsProcess, json, async (req, res) => {
     const body = parseOrThrow(ProcessStartRequest, req.body);
-    const sub = capabilityOf(res).claims.sub;
-    const entry = await registry.start({ ...body, startedBy: sub });
+    const capability = capabilityOf(res);
+    const sub = capability.claims.sub;
+    const logged = beginCommand(deps.commandLog, capability, {
+      route: 'process',
+      command: commandTextOf(body),
+    });
+    const entry = await loggedStart(logged, registry.start({ ...body, startedBy: sub }));
+    void entry.exited.then((status) => logged.end(outcomeOf(status, false)));
     deps.logger.info(
       { process_id: entry.id, program: programLabel(body), sub },
       'background process started',

@@ -28,6 +28,7 @@ export class WsProcessStream {
   #timer: NodeJS.Timeout | undefined;
   #paused = false;
   #socketGone = false;
+  #timedOut = false;
   /** Output that came before `ready` went out (a program that failed to start says so at once). */
   #early: Array<[OutputStream, Buffer]> | undefined = [];
   readonly #encoders: Record<OutputStream, Utf8StreamEncoder> = {
@@ -55,11 +56,18 @@ export class WsProcessStream {
     for (const [stream, chunk] of early) this.#onOutput(stream, chunk);
     if (initialStdin !== undefined && initialStdin.length > 0) this.writeStdin(initialStdin);
     this.#timer = setTimeout(() => {
+      this.#timedOut = true;
       this.session.sendError(
         new SbxError('TIMEOUT', `the process ran longer than timeout_ms (${timeoutMs})`),
       );
       group.terminate(this.deps.killGraceMs);
     }, timeoutMs);
+  }
+
+  /** Once started: how the program ended, and whether the timeout ended it (the command log). */
+  async ended(): Promise<{ readonly status: ExitStatus; readonly timedOut: boolean }> {
+    const status = await this.#running().exited;
+    return { status, timedOut: this.#timedOut };
   }
 
   writeStdin(bytes: Buffer, eof = false): void {

@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   'sandbox.terminated',
   'sandbox.destroy',
   'execute_code',
+  'sandbox.relay',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

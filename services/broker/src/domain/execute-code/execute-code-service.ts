@@ -14,6 +14,7 @@ import { hasCallerScope } from '../auth/principal.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionWithToken } from '../sessions/session-core.js';
 import { AgentUnreachable, type CodeRunner } from './code-runner.js';
+import { CodeSessions, codeSessionOf, type CodeSession } from './code-sessions.js';
 import { InvocationDraft, type CallOutcome } from './invocation-draft.js';
 import { quotaWindows, resetsAtOf } from './quota-windows.js';
 import { RedactorReadiness } from './redactor-readiness.js';
@@ -44,6 +45,7 @@ const DEFAULT_MEMORY_LIMIT_MB = 512;
 
 export class ExecuteCodeService {
   readonly #readiness: RedactorReadiness;
+  readonly #sessions = new CodeSessions();
 
   constructor(private readonly deps: ExecuteCodeDeps) {
     this.#readiness = new RedactorReadiness(deps.runner);
@@ -94,18 +96,31 @@ export class ExecuteCodeService {
     const take = await this.deps.quota.take(windows);
     if (!take.taken)
       return { kind: 'cap', dimension: take.dimension, resetsAt: resetsAtOf(windows, take.dimension) };
-    let session: SessionWithToken;
+    const key = sessionKey(context, target);
+    const kept = this.#sessions.get(key, this.deps.now());
+    if (kept !== undefined) {
+      draft.useSession(kept);
+      const outcome = await this.#runIn(kept, call, policy, false);
+      if (outcome !== 'unreachable') return outcome;
+      // The kept session went stale (suspended, replaced, revoked): negotiate it again.
+      this.#sessions.drop(key);
+    }
+    let session: CodeSession;
     try {
-      session = await this.#session(context, target);
+      session = codeSessionOf(await this.#negotiate(context, target), this.deps.now());
     } catch (err) {
       if (!(err instanceof SbxError)) throw err;
       return refused('SandboxProvisioning', err.message, err.retryable);
     }
     draft.useSession(session);
-    return this.#runIn(session, call, policy);
+    const outcome = await this.#runIn(session, call, policy, true);
+    if (outcome === 'unreachable')
+      return refused('SandboxProvisioning', 'the sandbox agent did not answer; try again shortly', true);
+    if (outcome.kind === 'ran') this.#sessions.keep(key, session);
+    return outcome;
   }
 
-  #session(context: AuditContext, target: ExecuteTarget): Promise<SessionWithToken> {
+  #negotiate(context: AuditContext, target: ExecuteTarget): Promise<SessionWithToken> {
     if (target.kind === 'session')
       return this.deps.sessions.refresh(
         context,
@@ -123,32 +138,32 @@ export class ExecuteCodeService {
     });
   }
 
+  /** 'unreachable': the agent did not answer (or refused the token); the caller decides what that means. */
   async #runIn(
-    session: SessionWithToken,
+    session: CodeSession,
     call: ExecuteCodeCall,
     policy: TenantPolicyRecord,
-  ): Promise<CallOutcome> {
-    const { sandbox } = session;
-    if (sandbox.environment === 'default_public' && policy.environment === 'internal_only')
+    fresh: boolean,
+  ): Promise<CallOutcome | 'unreachable'> {
+    if (session.environment === 'default_public' && policy.environment === 'internal_only')
       return refused(
         'SandboxProvisioning',
         "this sandbox has network access but the tenant is now internal-only; release the thread's sandbox to get one without",
         false,
       );
-    const url = sandbox.httpBaseUrl;
+    const url = session.httpBaseUrl;
     if (url === null) return refused('SandboxProvisioning', 'the sandbox has no dataplane address yet', true);
-    const token = session.token.token;
     try {
-      const readiness = await this.#readiness.check(sandbox.id, url, token);
+      const readiness = await this.#readiness.check(session.sandboxId, url, session.token);
       if (!readiness.ready) {
         this.deps.logger.error(
-          { sandbox_id: sandbox.id, reason: readiness.reason },
+          { sandbox_id: session.sandboxId, reason: readiness.reason },
           'execute_code readiness failed',
         );
         return refused('SandboxProvisioning', `${readiness.reason}; no user code ran`, false);
       }
       const memoryLimitMb = Math.min(this.deps.memoryLimitMb ?? DEFAULT_MEMORY_LIMIT_MB, policy.maxMemoryMb);
-      const run = await this.deps.runner.run(url, token, {
+      const run = await this.deps.runner.run(url, session.token, {
         ...call,
         timeoutMs: call.timeout_ms,
         memoryLimitMb,
@@ -156,10 +171,22 @@ export class ExecuteCodeService {
       return { kind: 'ran', run };
     } catch (err) {
       if (!(err instanceof AgentUnreachable)) throw err;
-      this.deps.logger.warn({ sandbox_id: sandbox.id, err }, 'execute_code could not reach the agent');
-      return refused('SandboxProvisioning', err.message, true);
+      if (fresh)
+        this.deps.logger.warn(
+          { sandbox_id: session.sandboxId, err },
+          'execute_code could not reach the agent',
+        );
+      return 'unreachable';
     }
   }
+}
+
+/** One kept session per caller and target: a thread's, or a session id's. */
+function sessionKey(context: AuditContext, target: ExecuteTarget): string {
+  const { principal } = context;
+  const named =
+    target.kind === 'session' ? `session\n${target.sessionId}` : `${target.scope.type}\n${target.scope.id}`;
+  return `${principal.tenantId}\n${principal.id}\n${named}`;
 }
 
 function refused(

@@ -4,7 +4,7 @@
 import type { CapDimension, ExecuteCodeError, ExecuteCodeResult, Scope } from '@sbx/protocol';
 import { toTimestamp } from '@sbx/protocol';
 import type { NewInvocation } from '../../store/index.js';
-import type { SessionWithToken } from '../sessions/session-core.js';
+import type { CodeSession } from './code-sessions.js';
 import type { CodeRunOutcome } from './code-runner.js';
 
 export type CallOutcome =
@@ -40,10 +40,10 @@ export class InvocationDraft {
     this.#scope = start.scope ?? null;
   }
 
-  useSession(session: SessionWithToken): void {
-    this.#sessionId = session.binding.id;
-    this.#sandboxId = session.sandbox.id;
-    this.#scope = { type: session.sandbox.scopeType, id: session.sandbox.scopeId };
+  useSession(session: CodeSession): void {
+    this.#sessionId = session.bindingId;
+    this.#sandboxId = session.sandboxId;
+    this.#scope = session.scope;
   }
 
   finish(outcome: CallOutcome, endedAt: number): ExecuteCodeResult {

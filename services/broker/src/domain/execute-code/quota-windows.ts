@@ -26,7 +26,12 @@ export function agentSubject(tenantId: string, agentId: string): string {
 }
 
 /** The tenant's day first: every call of a tenant queues on that one row, in one order. */
-export function quotaWindows(tenantId: string, agentId: string, caps: Caps, now: number): QuotaWindow[] {
+export function quotaWindows(
+  tenantId: string,
+  agentId: string,
+  caps: Caps,
+  now: number,
+): [QuotaWindow, QuotaWindow] {
   const day = windowOf(now, DAY_MS);
   const hour = windowOf(now, HOUR_MS);
   return [

@@ -8,7 +8,12 @@
 // started) and is 404 BINDING_NOT_FOUND otherwise; `create_only` is 409
 // BINDING_CONFLICT when the scope already has one.
 import { SbxError, type Actor, type CapabilityScope, type NegotiateRequest } from '@sbx/protocol';
-import type { OwnedScope, SessionBindingRecord, SandboxRecord } from '../../store/index.js';
+import type {
+  NetworkEnvironment,
+  OwnedScope,
+  SessionBindingRecord,
+  SandboxRecord,
+} from '../../store/index.js';
 import type { AuditContext } from '../audit/audit-trail.js';
 import { requireNegotiationScope, resolveActor } from './actor-resolution.js';
 import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
@@ -29,6 +34,8 @@ import { tokenLifetime, type EffectivePolicy } from './session-policy.js';
 export interface NegotiationOptions {
   /** Requested token lifetime (thread routes' `ttl`); clamped by policy. */
   readonly ttlSeconds?: number | undefined;
+  /** A new sandbox's network (the resource API's `environment`): may narrow the tenant's, never widen it. */
+  readonly environment?: NetworkEnvironment | undefined;
 }
 
 interface Wanted {
@@ -41,6 +48,13 @@ interface Wanted {
 
 const MAX_ROUNDS = 4;
 
+function withEnvironment(wanted: Wanted, environment: NetworkEnvironment | undefined): Wanted {
+  if (environment === undefined || environment === wanted.policy.environment) return wanted;
+  if (environment === 'default_public')
+    throw new SbxError('FORBIDDEN', 'the tenant is internal-only: its sandboxes have no network');
+  return { ...wanted, policy: { ...wanted.policy, environment } };
+}
+
 export async function negotiate(
   core: SessionCore,
   context: AuditContext,
@@ -52,7 +66,7 @@ export async function negotiate(
     detail: { mode: request.mode, mvp: request.mvp },
   };
   return audited(core, 'session.negotiate', context, subject, async () => {
-    const wanted = await prepare(core, context, request, subject);
+    const wanted = withEnvironment(await prepare(core, context, request, subject), options.environment);
     const { sandbox, binding } = await acquire(core, context, wanted, request.mode);
     subject.sessionId = binding.id;
     subject.sandboxId = sandbox.id;

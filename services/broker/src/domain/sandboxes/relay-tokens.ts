@@ -1,0 +1,50 @@
+// Tokens the broker mints for itself to carry one relayed call to a sandbox's agent
+// (docs/sandboxes.md "Relay"): one capability, a short life, recorded by jti like every
+// token so the audit of the relayed call links to it. Never handed to the caller.
+import type { CapabilityScope } from '@sbx/protocol';
+import { mintCapabilityToken } from '@sbx/tokens';
+import type { NewTokenIssuance, SandboxRecord } from '../../store/index.js';
+import type { KeyVault } from '../keys/key-vault.js';
+
+/** Long enough for a large upload to start; the agent checks the token when a request or socket begins. */
+export const RELAY_TOKEN_TTL_SECONDS = 300;
+
+export interface RelayTokenDeps {
+  readonly vault: Pick<KeyVault, 'openSigningKey'>;
+  readonly issuances: { record(issuance: NewTokenIssuance): Promise<unknown> };
+  readonly issuer: string;
+  readonly now: () => number;
+}
+
+export interface RelayToken {
+  readonly token: string;
+  readonly jti: string;
+}
+
+export async function mintRelayToken(
+  deps: RelayTokenDeps,
+  sandbox: SandboxRecord,
+  subject: string,
+  capability: CapabilityScope,
+  requestId: string,
+): Promise<RelayToken> {
+  const minted = mintCapabilityToken({
+    key: deps.vault.openSigningKey(sandbox.id, sandbox.signingKeyCipher),
+    issuer: deps.issuer,
+    subject,
+    sandboxId: sandbox.id,
+    scopes: [capability],
+    ttlSeconds: RELAY_TOKEN_TTL_SECONDS,
+    now: deps.now,
+  });
+  await deps.issuances.record({
+    jti: minted.claims.jti,
+    subject,
+    audience: sandbox.id,
+    scopes: [capability],
+    requestId,
+    issuedAt: new Date(minted.claims.iat * 1000),
+    expiresAt: minted.expiresAt,
+  });
+  return { token: minted.token, jti: minted.claims.jti };
+}

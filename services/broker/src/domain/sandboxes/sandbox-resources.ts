@@ -1,0 +1,172 @@
+// Sandboxes as resources (docs/sandboxes.md): the same store, lifecycle and providers as
+// the session routes, addressed by sandbox id. Owner scoping as everywhere: another
+// owner's sandbox is a 404, an admin:sandbox caller sees every tenant.
+import { randomUUID } from 'node:crypto';
+import {
+  SbxError,
+  TEMPLATES,
+  type CapabilityScope,
+  type CreateSandboxRequest,
+  type SandboxListQuery,
+  type SandboxPage,
+  type SandboxResource,
+  type UpdateSandboxRequest,
+} from '@sbx/protocol';
+import type { Sandbox } from '../../store/generated/client.js';
+import type { OwnerScope, SandboxResourceQueries } from '../../store/sandbox-resource-queries.js';
+import { decodePosition, encodePosition } from '../admin/admin-cursor.js';
+import { toStoredEnvironment } from '../admin/policy-presenter.js';
+import { forceMove, type SandboxActionDeps } from '../admin/sandbox-actions.js';
+import { TERMINATE, type ForcedMove } from '../admin/state-deadlines.js';
+import type { AuditContext } from '../audit/audit-trail.js';
+import { isAdmin, type Principal } from '../auth/principal.js';
+import type { SessionService } from '../sessions/session-service.js';
+import { toSandboxResource } from './sandbox-presenter.js';
+import { mintRelayToken, type RelayTokenDeps } from './relay-tokens.js';
+
+export interface SandboxResourcesDeps {
+  readonly queries: SandboxResourceQueries;
+  readonly sessions: SessionService;
+  readonly actions: SandboxActionDeps;
+  readonly tokens: RelayTokenDeps;
+  /** A relayed call is use: the sandbox's lease is extended as a heartbeat would. */
+  readonly renewLease: (sandbox: Sandbox) => Promise<void>;
+}
+
+/** Where one relayed call goes, with the token minted for it. */
+export interface RelayTarget {
+  readonly sandbox: Sandbox;
+  readonly httpBaseUrl: string;
+  readonly wsBaseUrl: string;
+  readonly token: string;
+  readonly jti: string;
+}
+
+const STOP: ForcedMove = {
+  to: 'suspended',
+  provider: 'stop',
+  order: 'provider-first',
+  afterProvider: ['idle', 'active'],
+  reason: 'user_stop',
+};
+const DELETE: ForcedMove = { ...TERMINATE, reason: 'user_delete' };
+
+function ownerScope(principal: Principal, tenantFilter?: string): OwnerScope {
+  if (isAdmin(principal)) return { tenantId: tenantFilter };
+  return { tenantId: principal.tenantId, ownerId: principal.ownerId };
+}
+
+const notFound = (id: string) =>
+  new SbxError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`, { details: { sandbox_id: id } });
+
+export class SandboxResources {
+  constructor(private readonly deps: SandboxResourcesDeps) {}
+
+  async list(principal: Principal, query: SandboxListQuery): Promise<SandboxPage> {
+    if (query.tenant_id !== undefined && !isAdmin(principal))
+      throw new SbxError('FORBIDDEN', 'tenant_id is a filter for admin:sandbox callers only');
+    const page = await this.deps.queries.list(
+      ownerScope(principal, query.tenant_id),
+      { state: query.state, scopeType: query.scope_type, threadId: query.thread_id, name: query.name },
+      { after: decodePosition('sandboxes', query.cursor), limit: query.limit },
+    );
+    return { items: page.items.map(toSandboxResource), next_cursor: encodePosition('sandboxes', page.next) };
+  }
+
+  async get(principal: Principal, id: string): Promise<SandboxResource> {
+    return toSandboxResource(await this.find(principal, id));
+  }
+
+  async find(principal: Principal, id: string): Promise<Sandbox> {
+    const sandbox = await this.deps.queries.find(ownerScope(principal), id);
+    if (sandbox === null) throw notFound(id);
+    return sandbox;
+  }
+
+  async create(context: AuditContext, body: CreateSandboxRequest): Promise<SandboxResource> {
+    if (!(TEMPLATES as readonly string[]).includes(body.template))
+      throw new SbxError(
+        'BAD_REQUEST',
+        `unknown template "${body.template}"; this broker offers: ${TEMPLATES.join(', ')}`,
+      );
+    const scope =
+      body.thread_id === undefined
+        ? { type: 'workspace' as const, id: `sbx-${randomUUID()}` }
+        : { type: 'thread' as const, id: body.thread_id };
+    const session = await this.deps.sessions.negotiate(
+      context,
+      { scope, mode: 'create_only', provider_preference: 'auto', mvp: false },
+      { environment: body.environment === undefined ? undefined : toStoredEnvironment(body.environment) },
+    );
+    const row = await this.deps.queries.update(session.sandbox.id, {
+      name: body.name ?? null,
+      template: body.template,
+      metadata: body.metadata,
+    });
+    return toSandboxResource(row);
+  }
+
+  async update(principal: Principal, id: string, body: UpdateSandboxRequest): Promise<SandboxResource> {
+    const sandbox = await this.find(principal, id);
+    return toSandboxResource(await this.deps.queries.update(sandbox.id, body));
+  }
+
+  /** Resumes a suspended sandbox with its workspace; a running one answers as it is. */
+  async start(context: AuditContext, id: string): Promise<SandboxResource> {
+    const sandbox = await this.find(context.principal, id);
+    if (sandbox.state === 'terminated' || sandbox.state === 'failed')
+      throw new SbxError('CONFLICT', `sandbox ${id} is ${sandbox.state}; create a new one`);
+    if (sandbox.ownerId !== context.principal.ownerId || sandbox.tenantId !== context.principal.tenantId)
+      throw new SbxError('FORBIDDEN', "only the sandbox's owner can start it");
+    await this.deps.sessions.negotiate(context, {
+      scope: { type: sandbox.scopeType, id: sandbox.scopeId },
+      mode: 'attach_only',
+      provider_preference: 'auto',
+      mvp: false,
+    });
+    return this.get(context.principal, id);
+  }
+
+  async stop(context: AuditContext, id: string): Promise<SandboxResource> {
+    const sandbox = await this.find(context.principal, id);
+    if (sandbox.state === 'suspended') return toSandboxResource(sandbox);
+    if (sandbox.state !== 'active' && sandbox.state !== 'idle')
+      throw new SbxError(
+        'CONFLICT',
+        `sandbox ${id} is ${sandbox.state}; only a running sandbox can be stopped`,
+      );
+    await forceMove(this.deps.actions, sandbox, STOP, context);
+    return this.get(context.principal, id);
+  }
+
+  /** Idempotent: a sandbox already terminated answers as deleted. */
+  async delete(context: AuditContext, id: string): Promise<void> {
+    const sandbox = await this.find(context.principal, id);
+    if (sandbox.state === 'terminated') return;
+    await forceMove(this.deps.actions, sandbox, DELETE, context);
+  }
+
+  /** A running sandbox's agent and a token with `capability` for one relayed call. */
+  async relayTarget(context: AuditContext, id: string, capability: CapabilityScope): Promise<RelayTarget> {
+    const sandbox = await this.find(context.principal, id);
+    const { httpBaseUrl, wsBaseUrl } = sandbox;
+    if (
+      (sandbox.state !== 'active' && sandbox.state !== 'idle') ||
+      httpBaseUrl === null ||
+      wsBaseUrl === null
+    )
+      throw new SbxError(
+        'CONFLICT',
+        `sandbox ${id} is ${sandbox.state}; start it first (POST /v1/sandboxes/${id}/start)`,
+      );
+    await this.deps.renewLease(sandbox);
+    const minted = await mintRelayToken(
+      this.deps.tokens,
+      sandbox,
+      context.principal.id,
+      capability,
+      context.requestId,
+    );
+    return { sandbox, httpBaseUrl, wsBaseUrl, ...minted };
+  }
+}

@@ -1,0 +1,54 @@
+// `ANY /v1/sandboxes/{id}/dp/<agent path>` (relay mode, docs/sandboxes.md): the agent's own
+// HTTP routes through the broker, bodies streamed both ways. The WebSocket routes under
+// the same prefix are served by sandbox-session-socket.ts.
+import { Router, type Request } from 'express';
+import { SbxError } from '@sbx/protocol';
+import { requestIdOf } from '@sbx/service-kit';
+import type { AuditTrail } from '../../domain/audit/audit-trail.js';
+import { bearerCredentialOf } from '../../domain/auth/authenticate-caller.js';
+import { relayHttp } from '../../relay/index.js';
+import { resolveRelay, type DataplaneRelayDeps } from './dataplane-relay.js';
+
+export interface DataplaneRelayRoutesDeps extends DataplaneRelayDeps {
+  readonly audit: AuditTrail;
+}
+
+const PREFIX = /^\/v1\/sandboxes\/([^/]+)\/dp(\/.*)$/;
+
+function split(req: Request): { sandboxId: string; agentPath: string; query: string } {
+  const match = PREFIX.exec(req.path);
+  if (match === null) throw new SbxError('NOT_FOUND', 'no such route');
+  const at = req.originalUrl.indexOf('?');
+  return {
+    sandboxId: decodeURIComponent(match[1] ?? ''),
+    agentPath: match[2] ?? '/',
+    query: at < 0 ? '' : req.originalUrl.slice(at),
+  };
+}
+
+export function dataplaneRelayRoutes(deps: DataplaneRelayRoutesDeps): Router {
+  const router = Router();
+  router.all(/^\/v1\/sandboxes\/[^/]+\/dp\/.*/, async (req, res) => {
+    const { sandboxId, agentPath, query } = split(req);
+    const credential = bearerCredentialOf(req.get('authorization'));
+    const { target, context } = await resolveRelay(deps, {
+      sandboxId,
+      credential,
+      method: req.method,
+      agentPath,
+      requestId: requestIdOf(res),
+    });
+    const outcome = await relayHttp(req, res, target, `${agentPath}${query}`);
+    await deps.audit.record(
+      'sandbox.relay',
+      outcome.status < 400 ? 'ok' : `HTTP_${outcome.status}`,
+      context,
+      {
+        sandboxId: target.sandbox.id,
+        jti: target.jti,
+        detail: { route: `dp${agentPath}`, method: req.method, status: outcome.status },
+      },
+    );
+  });
+  return router;
+}

@@ -1,0 +1,69 @@
+// Relay mode (docs/sandboxes.md "Relay mode"): every data-plane route of a sandbox under
+// `/v1/sandboxes/{id}/dp/…`, HTTP and WebSocket, carried to its agent. The credential is
+// either a capability token of that sandbox (what session responses hand out; checked here,
+// revocation included, then passed on) or the caller's own API key or OIDC token, which
+// must hold the caller scope of the operation (the broker then mints the agent token).
+import { randomUUID } from 'node:crypto';
+import { SbxError } from '@sbx/protocol';
+import { isOpaqueToken, parseCompactToken } from '@sbx/tokens';
+import type { AuditContext } from '../../domain/audit/audit-trail.js';
+import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
+import { hasCallerScope, isAdmin } from '../../domain/auth/principal.js';
+import { checkCapability, type CapabilityCheckDeps } from '../../domain/sandboxes/capability-check.js';
+import { dataplaneOperation } from '../../domain/sandboxes/dataplane-operation.js';
+import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
+import type { SandboxResourceQueries } from '../../store/sandbox-resource-queries.js';
+
+export interface DataplaneRelayDeps {
+  readonly resources: SandboxResources;
+  readonly queries: Pick<SandboxResourceQueries, 'find'>;
+  readonly capabilities: CapabilityCheckDeps;
+  readonly callers: CallerAuthenticator;
+}
+
+export interface ResolvedRelay {
+  readonly target: RelayTarget;
+  /** Who asked: the caller's principal; absent for a capability token (its jti names it). */
+  readonly context?: AuditContext;
+}
+
+/** A credential the sandbox's agent would accept itself: opaque, or a JWT whose audience is the sandbox. */
+function isCapabilityOf(credential: string, sandboxId: string): boolean {
+  if (isOpaqueToken(credential)) return true;
+  if (credential.startsWith('sbk_') || credential.split('.').length !== 3) return false;
+  try {
+    return parseCompactToken(credential)['aud'] === sandboxId;
+  } catch {
+    return false;
+  }
+}
+
+const notRunning = (id: string, state: string) =>
+  new SbxError('CONFLICT', `sandbox ${id} is ${state}; start it first (POST /v1/sandboxes/${id}/start)`);
+
+export async function resolveRelay(
+  deps: DataplaneRelayDeps,
+  call: { sandboxId: string; credential: string; method: string; agentPath: string; requestId?: string },
+): Promise<ResolvedRelay> {
+  const operation = dataplaneOperation(call.method, call.agentPath);
+  if (operation === undefined) throw new SbxError('NOT_FOUND', `no data-plane route ${call.agentPath}`);
+  if (isCapabilityOf(call.credential, call.sandboxId)) {
+    // No owner filter: the token itself proves access to this one sandbox.
+    const sandbox = await deps.queries.find({}, call.sandboxId);
+    if (sandbox === null) throw new SbxError('UNAUTHENTICATED', 'capability token refused: unknown sandbox');
+    const verified = await checkCapability(deps.capabilities, sandbox, call.credential);
+    const { httpBaseUrl, wsBaseUrl } = sandbox;
+    if (
+      (sandbox.state !== 'active' && sandbox.state !== 'idle') ||
+      httpBaseUrl === null ||
+      wsBaseUrl === null
+    )
+      throw notRunning(sandbox.id, sandbox.state);
+    return { target: { sandbox, httpBaseUrl, wsBaseUrl, token: call.credential, jti: verified.claims.jti } };
+  }
+  const principal = await deps.callers.authenticate(`Bearer ${call.credential}`);
+  if (!hasCallerScope(principal, operation.callerScope) && !isAdmin(principal))
+    throw new SbxError('FORBIDDEN', `this operation needs the caller scope ${operation.callerScope}`);
+  const context = { requestId: call.requestId ?? `req_${randomUUID()}`, principal };
+  return { target: await deps.resources.relayTarget(context, call.sandboxId, operation.capability), context };
+}

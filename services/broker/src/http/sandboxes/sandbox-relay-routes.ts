@@ -1,0 +1,89 @@
+// The sandbox resources' data plane, carried by the broker (docs/sandboxes.md "Relay"):
+//   GET  /v1/sandboxes/{id}/files?path=   read:sandbox   → the agent's download (streamed)
+//   POST /v1/sandboxes/{id}/files?path=   write:sandbox  → the agent's upload (streamed)
+//   GET  /v1/sandboxes/{id}/logs          read:sandbox   → the agent's command log
+//   POST /v1/sandboxes/{id}/commands      exec:sandbox   → the agent's exec, or a background process
+// Each call gets a token the broker mints for it with the one capability the operation
+// needs; the audit row of the call names that token's jti.
+import { Router, type Request, type Response } from 'express';
+import {
+  ExecRequest,
+  ProcessStartRequest,
+  SandboxCommandRequest,
+  SandboxFileQuery,
+  SandboxPathParams,
+  SbxError,
+  parseOrThrow,
+  type CapabilityScope,
+} from '@sbx/protocol';
+import type { AuditTrail } from '../../domain/audit/audit-trail.js';
+import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
+import { relayHttp } from '../../relay/index.js';
+import { callContext, pathOf, rateLimit, type SessionHttpDeps } from '../sessions/route-kit.js';
+import { needs } from './caller-scope.js';
+
+export interface SandboxRelayRoutesDeps extends SessionHttpDeps {
+  readonly resources: SandboxResources;
+  readonly audit: AuditTrail;
+}
+
+const ONE = '/v1/sandboxes/:id';
+/** Bodies of these paths stream to the agent: no JSON parser may read them first. */
+export const RELAYED_BODY_PATHS = /^\/v1\/sandboxes\/[^/]+\/(files$|dp\/)/;
+
+export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
+  const router = Router();
+  const limit = rateLimit(deps, 'session', 'session.get');
+  const target = (req: Request, res: Response, capability: CapabilityScope) =>
+    deps.resources.relayTarget(callContext(res), pathOf(SandboxPathParams, req).id, capability);
+  const audited = async (res: Response, relayed: RelayTarget, route: string, status: number) =>
+    deps.audit.record('sandbox.relay', status < 400 ? 'ok' : `HTTP_${status}`, callContext(res), {
+      sandboxId: relayed.sandbox.id,
+      jti: relayed.jti,
+      detail: { route, status },
+    });
+
+  router.get(`${ONE}/files`, deps.authenticate, limit, needs('read:sandbox'), async (req, res) => {
+    const { path } = parseOrThrow(SandboxFileQuery, { ...req.query }, 'query');
+    const relayed = await target(req, res, 'fs:ro');
+    const outcome = await relayHttp(req, res, relayed, `/v1/files/download?path=${encodeURIComponent(path)}`);
+    await audited(res, relayed, 'files.download', outcome.status);
+  });
+  router.post(`${ONE}/files`, deps.authenticate, limit, needs('write:sandbox'), async (req, res) => {
+    const { path } = parseOrThrow(SandboxFileQuery, { ...req.query }, 'query');
+    const relayed = await target(req, res, 'fs:rw');
+    const outcome = await relayHttp(req, res, relayed, `/v1/files/upload?path=${encodeURIComponent(path)}`);
+    await audited(res, relayed, 'files.upload', outcome.status);
+  });
+  router.get(`${ONE}/logs`, deps.authenticate, limit, needs('read:sandbox'), async (req, res) => {
+    const query = new URLSearchParams(req.url.split('?')[1] ?? '');
+    const relayed = await target(req, res, 'fs:ro');
+    const suffix = query.size === 0 ? '' : `?${query.toString()}`;
+    const outcome = await relayHttp(req, res, relayed, `/v1/commands/log${suffix}`);
+    await audited(res, relayed, 'logs', outcome.status);
+  });
+  router.post(`${ONE}/commands`, deps.authenticate, limit, needs('exec:sandbox'), async (req, res) => {
+    const { background, body } = commandOf(req.body);
+    const relayed = await target(req, res, 'process');
+    const answer = await fetch(`${relayed.httpBaseUrl}${background ? '/v1/processes' : '/v1/exec'}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${relayed.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).catch((err: unknown) => {
+      throw new SbxError('PROVIDER_UNAVAILABLE', 'the sandbox agent did not answer', { cause: err });
+    });
+    const text = await answer.text();
+    // Recorded before the answer leaves: whoever reads the command's result can find its row.
+    await audited(res, relayed, background ? 'commands.background' : 'commands.run', answer.status);
+    res.status(answer.status).type('application/json').send(text);
+  });
+  return router;
+}
+
+/** `{background?: boolean, …}`: the rest is the agent's exec or process request, checked here. */
+function commandOf(raw: unknown): { background: boolean; body: ExecRequest | ProcessStartRequest } {
+  const { background, ...rest } = parseOrThrow(SandboxCommandRequest, raw);
+  return background === true
+    ? { background: true, body: parseOrThrow(ProcessStartRequest, rest) }
+    : { background: false, body: parseOrThrow(ExecRequest, rest) };
+}

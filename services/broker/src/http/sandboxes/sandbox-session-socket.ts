@@ -1,0 +1,164 @@
+// `WS /v1/sandboxes/{id}/sessions/{sid}` (docs/sandboxes.md "Sessions"): a PTY of the
+// sandbox through the broker. The caller's first message is `{type:'auth', token}` with
+// its own credential (API key or OIDC token) holding attach:sandbox — exec:sandbox is not
+// enough; the broker then opens the agent's shell socket with a `shell` token it minted
+// and relays every frame both ways, closing the caller with the agent's close code.
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import {
+  AUTH_TIMEOUT_MS,
+  MAX_FRAME_BYTES,
+  SandboxSessionParams,
+  SbxError,
+  WS_CLOSE_CODES,
+} from '@sbx/protocol';
+import { originAllowed, type Logger } from '@sbx/service-kit';
+import { randomUUID } from 'node:crypto';
+import type { AuditTrail } from '../../domain/audit/audit-trail.js';
+import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
+import { hasCallerScope, isAdmin } from '../../domain/auth/principal.js';
+import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
+import { holdFrames, relayWebSocket } from '../../relay/index.js';
+import { resolveRelay, type DataplaneRelayDeps, type ResolvedRelay } from './dataplane-relay.js';
+
+export interface SandboxSessionSocketDeps {
+  readonly resources: SandboxResources;
+  readonly authenticator: CallerAuthenticator;
+  readonly audit: AuditTrail;
+  readonly logger: Logger;
+  /** Browser origins allowed to open sockets (none: no browser). */
+  readonly allowedOrigins?: readonly string[] | undefined;
+  /** Relay mode: `/v1/sandboxes/{id}/dp/<agent socket path>` too (absent: not served). */
+  readonly dataplane?: DataplaneRelayDeps | undefined;
+}
+
+const SESSION_PATH = /^\/v1\/sandboxes\/([^/]+)\/sessions\/([^/]+)$/;
+const DATAPLANE_PATH = /^\/v1\/sandboxes\/([^/]+)\/dp(\/.*)$/;
+
+/** Handles the upgrade when the path is one of the broker's sockets; false leaves it to others. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/** What the caller's credential resolves to for one matched socket path. */
+type Resolve = (
+  credential: string,
+) => Promise<ResolvedRelay & { readonly agentPath: string; readonly route: string }>;
+
+function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined {
+  const session = SESSION_PATH.exec(url.pathname);
+  if (session !== null)
+    return async (credential) => {
+      const params = SandboxSessionParams.parse({
+        id: decodeURIComponent(session[1] ?? ''),
+        sid: decodeURIComponent(session[2] ?? ''),
+      });
+      const principal = await deps.authenticator.authenticate(`Bearer ${credential}`);
+      if (!hasCallerScope(principal, 'attach:sandbox') && !isAdmin(principal))
+        throw new SbxError('FORBIDDEN', 'a session needs the caller scope attach:sandbox');
+      const context = { requestId: `req_${randomUUID()}`, principal };
+      const target = await deps.resources.relayTarget(context, params.id, 'shell');
+      return { target, context, agentPath: '/v1/shell/ws', route: `sessions/${params.sid}` };
+    };
+  const dataplane = DATAPLANE_PATH.exec(url.pathname);
+  const relay = deps.dataplane;
+  if (dataplane === null || relay === undefined) return undefined;
+  const agentPath = dataplane[2] ?? '/';
+  return async (credential) => {
+    const sandboxId = decodeURIComponent(dataplane[1] ?? '');
+    const resolved = await resolveRelay(relay, { sandboxId, credential, method: 'GET', agentPath });
+    return { ...resolved, agentPath: `${agentPath}${url.search}`, route: `dp${agentPath}` };
+  };
+}
+
+export function sandboxSessionSockets(deps: SandboxSessionSocketDeps): {
+  upgrade: UpgradeHandler;
+  close(): void;
+} {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  const upgrade: UpgradeHandler = (req, socket, head) => {
+    const resolve = routeOf(deps, new URL(req.url ?? '/', 'http://broker.invalid'));
+    if (resolve === undefined) return false;
+    socket.on('error', () => socket.destroy());
+    const origin = req.headers.origin;
+    if (origin !== undefined && !originAllowed(origin, deps.allowedOrigins ?? [])) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return true;
+    }
+    wss.handleUpgrade(req, socket, head, (client) => void serve(deps, client, resolve));
+    return true;
+  };
+  return { upgrade, close: () => wss.close() };
+}
+
+async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve: Resolve) {
+  client.on('error', () => client.terminate());
+  try {
+    const { token, held } = await firstAuthFrame(client);
+    const { target, context, agentPath, route } = await resolve(token);
+    const outcome = await relayWebSocket(client, target, agentPath, { pending: held.take() });
+    await deps.audit.record(
+      'sandbox.relay',
+      outcome.closeCode === 1000 ? 'ok' : `WS_${outcome.closeCode}`,
+      context,
+      {
+        sandboxId: target.sandbox.id,
+        jti: target.jti,
+        detail: { route, close_code: outcome.closeCode },
+      },
+    );
+  } catch (err) {
+    const error = SbxError.from(err);
+    if (error.status >= 500) deps.logger.warn({ err }, 'sandbox socket could not be relayed');
+    const code = error.status >= 500 ? WS_CLOSE_CODES.INTERNAL_ERROR : WS_CLOSE_CODES.POLICY_VIOLATION;
+    // Held frames paused the socket; the closing handshake needs it read again.
+    client.resume();
+    if (client.readyState === client.OPEN) {
+      client.send(JSON.stringify({ type: 'error', error: { code: error.code, message: error.message } }));
+      client.close(code, error.message.slice(0, 120));
+    }
+  }
+}
+
+interface FirstFrame {
+  readonly token: string;
+  /** What the caller sends while the broker checks it: kept, in order, for the agent. */
+  readonly held: ReturnType<typeof holdFrames>;
+}
+
+/** The token of the caller's first message, `{type:'auth', token}`, within the auth timeout. */
+function firstAuthFrame(client: WebSocket): Promise<FirstFrame> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new SbxError('UNAUTHENTICATED', 'no auth frame in time')),
+      AUTH_TIMEOUT_MS,
+    );
+    const onMessage = (data: RawData) => {
+      clearTimeout(timer);
+      client.off('message', onMessage);
+      client.off('close', onClose);
+      const held = holdFrames(client);
+      try {
+        const frame: unknown = JSON.parse(textOf(data));
+        const token =
+          typeof frame === 'object' && frame !== null && 'token' in frame ? frame.token : undefined;
+        const isAuth =
+          typeof frame === 'object' && frame !== null && 'type' in frame && frame.type === 'auth';
+        if (!isAuth || typeof token !== 'string') throw new Error('first frame');
+        resolve({ token, held });
+      } catch {
+        reject(new SbxError('UNAUTHENTICATED', 'the first message must be {"type":"auth","token":…}'));
+      }
+    };
+    const onClose = () => {
+      clearTimeout(timer);
+      reject(new SbxError('UNAUTHENTICATED', 'closed before auth'));
+    };
+    client.on('message', onMessage);
+    client.once('close', onClose);
+  });
+}
+
+function textOf(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  return Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data).toString('utf8');
+}

@@ -1,0 +1,269 @@
+// Sandboxes as resources (docs/sandboxes.md) through a real broker, real Postgres and the
+// local provider's real agents: every route with its caller scope present and absent
+// (exec:sandbox never opens a PTY), owner scoping (404 across tenants, admin across all),
+// the lifecycle (stop keeps files, start resumes them, delete ends), and the data plane
+// carried by the broker (files, commands, a shell) with tokens it mints itself.
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import request from 'supertest';
+import { WebSocket } from 'ws';
+import { SandboxResource } from '@sbx/protocol';
+import type { LocalProvider } from '../../src/providers/local-provider.js';
+import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
+import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
+import { backends } from '../support/test-database.js';
+import { useBroker } from '../support/use-broker.js';
+
+const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
+
+/** Opens a session socket, authenticates with `key`, starts a shell; resolves how it ended and what it printed. */
+async function shellThrough(url: string, path: string, key: string, command?: string) {
+  const socket = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`);
+  let output = '';
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString('utf8') })),
+  );
+  socket.on('message', (data: Buffer, isBinary: boolean) => {
+    if (isBinary) return;
+    const frame = JSON.parse(data.toString('utf8')) as { type: string; data?: string };
+    if (frame.type === 'ready' && command !== undefined)
+      socket.send(JSON.stringify({ type: 'stdin', data: `${command}\n` }));
+    if (frame.type === 'stdout' && frame.data !== undefined) output += frame.data;
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  socket.send(JSON.stringify({ type: 'auth', token: key }));
+  socket.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
+  return { socket, closed, output: () => output };
+}
+
+async function waitFor(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe(`sandbox resources [${backend.name}]`, () => {
+  let kit: LocalKit | undefined;
+  const broker = useBroker<LocalProvider>(backend, {
+    provider: async (onAgentExit) =>
+      (kit = await startLocalKit({ isolation: 'bubblewrap', onAgentExit })).provider,
+    settings: { provisioningWaitMs: 20_000 },
+  });
+  const owner = `usr_${randomUUID()}`;
+  const keys: Record<string, string> = {};
+  let sandbox: SandboxResource;
+
+  beforeAll(async () => {
+    for (const scope of ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'])
+      keys[scope] = await broker.apiKey({ scopes: [scope], principalId: owner, principalType: 'user' });
+    keys['all'] = await broker.apiKey({
+      scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
+      principalId: owner,
+      principalType: 'user',
+    });
+    keys['stranger'] = await broker.apiKey({
+      tenantId: `tenant_${randomUUID()}`,
+      scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
+    });
+    keys['admin'] = await broker.apiKey({ tenantId: `tenant_${randomUUID()}`, scopes: ALL_CALLER_SCOPES });
+    const created = await request(broker.url)
+      .post('/v1/sandboxes')
+      .set(bearer(keys['write:sandbox']!))
+      .send({ name: 'builder', metadata: { team: 'ml' }, environment: 'internal-only' });
+    if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+    sandbox = SandboxResource.parse(created.body);
+  }, 120_000);
+  afterAll(async () => {
+    await kit?.dispose();
+  });
+
+  const call = (method: 'get' | 'post' | 'patch' | 'delete', path: string, key: string) =>
+    request(broker.url)[method](path).set(bearer(key));
+
+  it('creates a named, labelled, internal-only sandbox that its owner can list and inspect', async () => {
+    expect(sandbox).toMatchObject({
+      name: 'builder',
+      metadata: { team: 'ml' },
+      environment: 'internal-only',
+      state: 'active',
+      template: 'default',
+      owner_id: owner,
+      scope: { type: 'workspace' },
+    });
+    const listed = await call('get', '/v1/sandboxes?name=builder', keys['read:sandbox']!);
+    expect(listed.body.items.map((s: SandboxResource) => s.id)).toEqual([sandbox.id]);
+    const one = await call('get', `/v1/sandboxes/${sandbox.id}`, keys['read:sandbox']!);
+    expect(one.body).toMatchObject({ id: sandbox.id, name: 'builder' });
+  });
+
+  it('authorizes each operation on its own caller scope, never on the method', async () => {
+    const id = sandbox.id;
+    const matrix: [string, () => request.Test, string][] = [
+      [
+        'read:sandbox',
+        () => call('get', `/v1/sandboxes/${id}`, keys['exec:sandbox']!),
+        'inspect without read',
+      ],
+      [
+        'write:sandbox',
+        () => call('patch', `/v1/sandboxes/${id}`, keys['read:sandbox']!).send({ name: 'x' }),
+        'rename',
+      ],
+      ['write:sandbox', () => call('post', `/v1/sandboxes/${id}/stop`, keys['exec:sandbox']!), 'stop'],
+      ['write:sandbox', () => call('delete', `/v1/sandboxes/${id}`, keys['read:sandbox']!), 'delete'],
+      [
+        'write:sandbox',
+        () => call('post', `/v1/sandboxes/${id}/files?path=a.txt`, keys['exec:sandbox']!).send('x'),
+        'upload',
+      ],
+      [
+        'read:sandbox',
+        () => call('get', `/v1/sandboxes/${id}/files?path=a.txt`, keys['write:sandbox']!),
+        'download',
+      ],
+      [
+        'exec:sandbox',
+        () => call('post', `/v1/sandboxes/${id}/commands`, keys['write:sandbox']!).send({ cmd: 'true' }),
+        'run',
+      ],
+      ['read:sandbox', () => call('get', `/v1/sandboxes/${id}/logs`, keys['exec:sandbox']!), 'logs'],
+      ['write:sandbox', () => call('post', '/v1/sandboxes', keys['exec:sandbox']!).send({}), 'create'],
+    ];
+    for (const [scope, send, what] of matrix) {
+      const res = await send();
+      expect([what, res.status, res.body.error?.message]).toEqual([
+        what,
+        403,
+        expect.stringContaining(scope),
+      ]);
+    }
+    // exec:sandbox does not imply attach:sandbox: the session socket is refused 1008.
+    const refused = await shellThrough(broker.url, `/v1/sandboxes/${id}/sessions/new`, keys['exec:sandbox']!);
+    expect((await refused.closed).code).toBe(1008);
+  }, 60_000);
+
+  it('carries files, commands and a shell through the broker with the operation’s scope', async () => {
+    const id = sandbox.id;
+    const content = randomBytes(300_000);
+    const up = await call('post', `/v1/sandboxes/${id}/files?path=data/blob.bin`, keys['write:sandbox']!)
+      .set('content-type', 'application/octet-stream')
+      .send(content);
+    expect(up.status).toBeLessThan(300);
+    const down = await call('get', `/v1/sandboxes/${id}/files?path=data/blob.bin`, keys['read:sandbox']!)
+      .buffer(true)
+      .parse((res, done) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => done(null, Buffer.concat(chunks)));
+      });
+    expect(
+      createHash('sha256')
+        .update(down.body as Buffer)
+        .digest('hex'),
+    ).toBe(createHash('sha256').update(content).digest('hex'));
+    const ran = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      cmd: 'wc -c < data/blob.bin; exit 3',
+    });
+    expect(ran.status).toBe(200);
+    expect(ran.body).toMatchObject({ exit_code: 3, stdout: '300000\n' });
+    const background = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      background: true,
+      cmd: 'sleep 30',
+    });
+    expect(background.status).toBeLessThan(300);
+    expect(background.body.process_id).toMatch(/^proc_/);
+    const bad = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      background: 'yes',
+    });
+    expect(bad.status).toBe(400);
+
+    // The agent's command log, paged by read:sandbox; each entry's jti is the one the broker
+    // minted for that relayed call, and the broker's audit row of the call names it too.
+    const logs = await call('get', `/v1/sandboxes/${id}/logs?limit=10`, keys['read:sandbox']!);
+    expect(logs.status).toBe(200);
+    const entries = logs.body.items as {
+      command: string;
+      sub: string;
+      exit_code: number | null;
+      jti: string;
+    }[];
+    const wc = entries.find((entry) => entry.command.startsWith('wc -c'));
+    expect(wc).toMatchObject({ sub: owner, exit_code: 3 });
+    const audited = await broker.database.prisma.auditEvent.findFirst({
+      where: { action: 'sandbox.relay', jti: wc!.jti },
+    });
+    expect(audited).toMatchObject({ sandboxId: id, callerId: owner });
+    expect((await call('get', `/v1/sandboxes/${id}/logs?bogus=1`, keys['read:sandbox']!)).status).toBe(400);
+
+    const shell = await shellThrough(
+      broker.url,
+      `/v1/sandboxes/${id}/sessions/new`,
+      keys['attach:sandbox']!,
+      'echo "through-$((40 + 2))"; exit',
+    );
+    await waitFor(() => shell.output().includes('through-42'), 'the shell output');
+    expect((await shell.closed).code).toBe(1000);
+  }, 120_000);
+
+  it('hides a sandbox from other tenants (404) and lets an admin of any tenant see and act on it', async () => {
+    const id = sandbox.id;
+    for (const [method, path] of [
+      ['get', `/v1/sandboxes/${id}`],
+      ['delete', `/v1/sandboxes/${id}`],
+      ['get', `/v1/sandboxes/${id}/files?path=data/blob.bin`],
+      ['post', `/v1/sandboxes/${id}/stop`],
+    ] as const) {
+      const res = await call(method, path, keys['stranger']!);
+      expect([path, res.status]).toEqual([path, 404]);
+    }
+    const theirs = await call('get', '/v1/sandboxes', keys['stranger']!);
+    expect(theirs.body.items).toEqual([]);
+    const cmd = await call('post', `/v1/sandboxes/${id}/commands`, keys['stranger']!).send({ cmd: 'true' });
+    expect(cmd.status).toBe(404);
+    const seen = await call('get', `/v1/sandboxes/${id}`, keys['admin']!);
+    expect(seen.body.tenant_id).toBe(broker.tenantId);
+  });
+
+  it('stops (files kept), starts again, renames, and deletes', async () => {
+    const id = sandbox.id;
+    const stopped = await call('post', `/v1/sandboxes/${id}/stop`, keys['write:sandbox']!);
+    expect([stopped.status, stopped.body.state]).toEqual([200, 'suspended']);
+    const refused = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      cmd: 'true',
+    });
+    expect(refused.status).toBe(409);
+    const started = await call('post', `/v1/sandboxes/${id}/start`, keys['write:sandbox']!);
+    expect([started.status, started.body.state]).toEqual([200, 'active']);
+    const kept = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      cmd: 'wc -c < data/blob.bin',
+    });
+    expect(kept.body.stdout).toBe('300000\n');
+    const renamed = await call('patch', `/v1/sandboxes/${id}`, keys['write:sandbox']!).send({
+      name: 'trainer',
+      metadata: {},
+    });
+    expect(renamed.body).toMatchObject({ name: 'trainer', metadata: {} });
+    expect((await call('delete', `/v1/sandboxes/${id}`, keys['write:sandbox']!)).status).toBe(204);
+    expect((await call('get', `/v1/sandboxes/${id}`, keys['read:sandbox']!)).body.state).toBe('terminated');
+    expect((await call('delete', `/v1/sandboxes/${id}`, keys['write:sandbox']!)).status).toBe(204);
+  }, 120_000);
+
+  it('binds a new sandbox to a thread: the thread routes find the same sandbox', async () => {
+    const thread = `thr_${randomUUID()}`;
+    const created = await call('post', '/v1/sandboxes', keys['all']!).send({ thread_id: thread });
+    expect(created.status).toBe(201);
+    const viaThread = await call('post', `/threads/${thread}/sandbox`, keys['all']!).send({
+      scopes: ['fs:ro'],
+    });
+    expect(viaThread.body.sandbox_id).toBe(created.body.id);
+    const again = await call('post', '/v1/sandboxes', keys['all']!).send({ thread_id: thread });
+    expect(again.status).toBe(409);
+    const wide = await call('post', '/v1/sandboxes', keys['all']!).send({ template: 'gpu-large' });
+    expect([wide.status, wide.body.error.code]).toEqual([400, 'BAD_REQUEST']);
+  }, 120_000);
+});
