@@ -37,6 +37,21 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
       throw new Error(`execute_code answered ${res.status}: ${JSON.stringify(res.body)}`);
     return ExecuteCodeResult.parse(res.body);
   };
+  /** A tenant of its own with an agent key, its policy set through the admin API. */
+  const newTenant = async (policy: Record<string, unknown>) => {
+    const tenantId = `tenant_${randomUUID()}`;
+    const key = await broker.apiKey({
+      tenantId,
+      scopes: ['exec:sandbox', 'write:sandbox'],
+      principalType: 'agent',
+    });
+    const put = await request(broker.url)
+      .put(`/admin/tenants/${tenantId}/policy`)
+      .set(bearer(admin))
+      .send(policy);
+    if (put.status !== 200) throw new Error(`policy answered ${put.status}`);
+    return { tenantId, key, policy: put.body as Record<string, unknown> };
+  };
   const rowsOf = (invocationIds: readonly string[]) =>
     broker.database.prisma.sandboxInvocation.findMany({ where: { id: { in: [...invocationIds] } } });
 
@@ -133,17 +148,7 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
   }, 120_000);
 
   it('a disabled tenant fails closed: SandboxDisabled, no sandbox, one row', async () => {
-    const tenantId = `tenant_${randomUUID()}`;
-    const key = await broker.apiKey({
-      tenantId,
-      scopes: ['exec:sandbox', 'write:sandbox'],
-      principalType: 'agent',
-    });
-    const put = await request(broker.url)
-      .put(`/admin/tenants/${tenantId}/policy`)
-      .set(bearer(admin))
-      .send({ sandbox_enabled: false });
-    expect(put.status).toBe(200);
+    const { tenantId, key } = await newTenant({ sandbox_enabled: false });
     const result = await run(key, { thread_id: `thr_${randomUUID()}`, code: 'print(1)' });
     expect(result).toMatchObject({
       ok: false,
@@ -157,17 +162,8 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
   }, 60_000);
 
   it('50 concurrent calls against an hourly cap of 10 run exactly 10; a cap of 0 is a kill switch', async () => {
-    const tenantId = `tenant_${randomUUID()}`;
-    const key = await broker.apiKey({
-      tenantId,
-      scopes: ['exec:sandbox', 'write:sandbox'],
-      principalType: 'agent',
-    });
-    const put = await request(broker.url)
-      .put(`/admin/tenants/${tenantId}/policy`)
-      .set(bearer(admin))
-      .send({ execute_code_agent_hourly_cap: 10 });
-    expect(put.body).toMatchObject({ execute_code_agent_hourly_cap: 10, execute_code_daily_cap: 1000 });
+    const { tenantId, key, policy } = await newTenant({ execute_code_agent_hourly_cap: 10 });
+    expect(policy).toMatchObject({ execute_code_agent_hourly_cap: 10, execute_code_daily_cap: 1000 });
     const thread = `thr_${randomUUID()}`;
     await run(key, { thread_id: thread, language: 'bash', code: 'true' });
     const results = await Promise.all(
@@ -202,12 +198,7 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
   }, 180_000);
 
   it('lets operators page through and export the invocations of a tenant, and no one else', async () => {
-    const tenantId = `tenant_${randomUUID()}`;
-    const key = await broker.apiKey({
-      tenantId,
-      scopes: ['exec:sandbox', 'write:sandbox'],
-      principalType: 'agent',
-    });
+    const { tenantId, key } = await newTenant({});
     const thread = `thr_${randomUUID()}`;
     const made: string[] = [];
     for (const code of ['echo a', 'echo b', 'exit 4'])
