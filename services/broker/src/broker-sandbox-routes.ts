@@ -75,12 +75,13 @@ function sandboxResources(deps: BrokerRoutesDeps, queries: SandboxResourceQuerie
       clock: deps.clock,
       logger: deps.logger,
     },
+    // A commit per call would cost more than the call: renewed once half the lease is gone.
     renewLease: async (sandbox) => {
-      const until = Math.min(
-        deps.clock() + deps.lifecycleTimers.idleTimeoutMs,
-        sandbox.hardExpiresAt.getTime(),
-      );
-      await deps.repositories.sandboxes.renewLease(sandbox.id, new Date(until), new Date(deps.clock()));
+      const now = deps.clock();
+      const idleMs = deps.lifecycleTimers.idleTimeoutMs;
+      if (sandbox.leaseExpiresAt.getTime() - now > idleMs / 2) return;
+      const until = Math.min(now + idleMs, sandbox.hardExpiresAt.getTime());
+      await deps.repositories.sandboxes.renewLease(sandbox.id, new Date(until), new Date(now));
     },
     tokens: {
       vault: deps.vault,

@@ -243,6 +243,13 @@ describe(`sandbox resources [${backend.name}]`, () => {
       cmd: 'wc -c < data/blob.bin',
     });
     expect(kept.body.stdout).toBe('300000\n');
+    // Rotating the sandbox's key retires the relay's kept tokens: the next call mints anew.
+    const rotated = await call('post', '/admin/revocations', keys['admin']!).send({ sandbox_id: id });
+    expect(rotated.status).toBe(200);
+    const afterRotation = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      cmd: 'echo ok',
+    });
+    expect([afterRotation.status, afterRotation.body.stdout]).toEqual([200, 'ok\n']);
     const renamed = await call('patch', `/v1/sandboxes/${id}`, keys['write:sandbox']!).send({
       name: 'trainer',
       metadata: {},

@@ -48,3 +48,35 @@ export async function mintRelayToken(
   });
   return { token: minted.token, jti: minted.claims.jti };
 }
+
+/** Reused while it has this long left: a call may start a long upload with it. */
+const REUSE_MARGIN_MS = 120_000;
+const MAX_KEPT = 10_000;
+
+/**
+ * Relay tokens kept for reuse (docs/sandboxes.md "The relay"): minting and recording one per
+ * call would cost a database commit each. One per sandbox, caller and capability, reused
+ * while it has two minutes left. The key includes the sandbox's sealed key: rotating it
+ * (a sandbox-wide revocation) makes every kept token of that sandbox unusable, and the next
+ * call mints one under the new key.
+ */
+export class RelayTokens {
+  readonly #kept = new Map<string, RelayToken & { readonly expiresAt: number }>();
+
+  constructor(private readonly deps: RelayTokenDeps) {}
+
+  async get(
+    sandbox: SandboxRecord,
+    subject: string,
+    capability: CapabilityScope,
+    requestId: string,
+  ): Promise<RelayToken> {
+    const key = `${sandbox.id}\n${Buffer.from(sandbox.signingKeyCipher).toString('base64url')}\n${subject}\n${capability}`;
+    const kept = this.#kept.get(key);
+    if (kept !== undefined && kept.expiresAt - this.deps.now() > REUSE_MARGIN_MS) return kept;
+    const minted = await mintRelayToken(this.deps, sandbox, subject, capability, requestId);
+    if (this.#kept.size >= MAX_KEPT) this.#kept.clear();
+    this.#kept.set(key, { ...minted, expiresAt: this.deps.now() + RELAY_TOKEN_TTL_SECONDS * 1000 });
+    return minted;
+  }
+}

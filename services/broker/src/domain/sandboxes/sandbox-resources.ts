@@ -22,7 +22,7 @@ import type { AuditContext } from '../audit/audit-trail.js';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import type { SessionService } from '../sessions/session-service.js';
 import { toSandboxResource } from './sandbox-presenter.js';
-import { mintRelayToken, type RelayTokenDeps } from './relay-tokens.js';
+import { RelayTokens, type RelayTokenDeps } from './relay-tokens.js';
 
 export interface SandboxResourcesDeps {
   readonly queries: SandboxResourceQueries;
@@ -60,7 +60,11 @@ const notFound = (id: string) =>
   new SbxError('SANDBOX_NOT_FOUND', `sandbox ${id} does not exist`, { details: { sandbox_id: id } });
 
 export class SandboxResources {
-  constructor(private readonly deps: SandboxResourcesDeps) {}
+  readonly #tokens: RelayTokens;
+
+  constructor(private readonly deps: SandboxResourcesDeps) {
+    this.#tokens = new RelayTokens(deps.tokens);
+  }
 
   async list(principal: Principal, query: SandboxListQuery): Promise<SandboxPage> {
     if (query.tenant_id !== undefined && !isAdmin(principal))
@@ -160,13 +164,7 @@ export class SandboxResources {
         `sandbox ${id} is ${sandbox.state}; start it first (POST /v1/sandboxes/${id}/start)`,
       );
     await this.deps.renewLease(sandbox);
-    const minted = await mintRelayToken(
-      this.deps.tokens,
-      sandbox,
-      context.principal.id,
-      capability,
-      context.requestId,
-    );
-    return { sandbox, httpBaseUrl, wsBaseUrl, ...minted };
+    const token = await this.#tokens.get(sandbox, context.principal.id, capability, context.requestId);
+    return { sandbox, httpBaseUrl, wsBaseUrl, ...token };
   }
 }

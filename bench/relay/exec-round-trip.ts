@@ -1,0 +1,95 @@
+/**
+ * Exec round trip: the relayed `POST /v1/sandboxes/{id}/commands {cmd: 'true'}` (the broker
+ * authenticates, rate-limits, finds the sandbox, renews its lease, mints and records a token,
+ * calls the agent's `/v1/exec`, audits the call) against the direct `POST {agent}/v1/exec
+ * {cmd: 'true'}` with a token negotiated once — the floor. For context: the same direct call
+ * through a bare pipe proxy in its own process (pipe-proxy.ts: the cost of any extra hop on
+ * this machine), and the stage `GET /v1/sandboxes/{id}`, what the broker's read-only path
+ * (authentication, rate limit, one lookup) costs on its own. Alternating rounds
+ * (bench/execute_code's `alternateRounds`), each subject on its own kept-alive connection;
+ * broker, proxy and Postgres CPU per call are charged per round; then the database writes of
+ * a batch of relayed calls.
+ */
+import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
+import { alternateRounds, type Subject, type Tally } from '../execute_code/rounds.js';
+import type { RelayWorld } from './relay-world.js';
+import { directExec, getSandbox, relayExec, type DirectAccess } from './relay-client.js';
+import { startProxyProcess, type ProxyProcess } from './proxy-process.js';
+import { writesPerCall } from './table-writes.js';
+
+/** 32 rounds of 10: 320 timed calls per subject after 30 warm-up calls each. */
+const PLAN = { warmupCalls: 30, rounds: 32, callsPerRound: 10 };
+/** Relayed calls between the two readings of the database's counters. */
+const WRITE_CALLS = 100;
+const TARGET_RATIO = 1.2;
+const MS = 1e6;
+
+type Name = 'relay' | 'direct' | 'proxy' | 'get';
+
+export async function benchExecRoundTrip(world: RelayWorld): Promise<Verdict[]> {
+  const access = await world.direct();
+  const proxy = await startProxyProcess(access.agentUrl);
+  try {
+    return await measure(world, access, proxy);
+  } finally {
+    await proxy.stop();
+  }
+}
+
+async function measure(world: RelayWorld, access: DirectAccess, proxy: ProxyProcess): Promise<Verdict[]> {
+  const { broker, key, sandboxId } = world;
+  const viaProxy = { ...access, agentUrl: proxy.url };
+  const subjects: ReadonlyArray<Subject & { readonly name: Name }> = [
+    { name: 'relay', op: async (agent) => (await relayExec(broker.url, key, sandboxId, agent)).duration_ms },
+    { name: 'direct', op: async (agent) => (await directExec(access, agent)).duration_ms },
+    { name: 'proxy', op: async (agent) => (await directExec(viaProxy, agent)).duration_ms },
+    {
+      name: 'get',
+      op: async (agent) => {
+        await getSandbox(broker.url, key, sandboxId, agent);
+        return undefined;
+      },
+    },
+  ];
+  // Broker and proxy together: each round charges both to its subject, and the one not
+  // called in a round only does background work (the lines name the one that was called).
+  const cpu = { brokerCpuMs: () => broker.cpuMs() + proxy.cpuMs(), database: world.database.name };
+  const t = Object.fromEntries(await alternateRounds(subjects, PLAN, cpu)) as Record<Name, Tally>;
+  const p = (tally: Tally, q: number): number => percentile(tally.latenciesNs, q) / MS;
+  const perCallUs = (ms: number, tally: Tally): number => (ms * 1000) / tally.latenciesNs.length;
+  const writes = await writesPerCall(world.database, WRITE_CALLS, () =>
+    relayExec(broker.url, key, sandboxId),
+  );
+  return [
+    info('exec: calls per subject (after warm-up)', t.relay.latenciesNs.length, ''),
+    info('exec: floor direct POST {agent}/v1/exec p50', p(t.direct, 50), 'ms', '(floor)'),
+    info('exec: floor direct POST {agent}/v1/exec p99', p(t.direct, 99), 'ms', '(floor)'),
+    info('exec: relay POST /v1/sandboxes/{id}/commands p50', p(t.relay, 50), 'ms'),
+    info('exec: relay POST /v1/sandboxes/{id}/commands p99', p(t.relay, 99), 'ms'),
+    atMost('exec: relay / direct p50', p(t.relay, 50) / p(t.direct, 50), '×', TARGET_RATIO),
+    info('exec: relay / direct p99', p(t.relay, 99) / p(t.direct, 99), '×', `(report; ≤ ${TARGET_RATIO} ×)`),
+    info('exec: relay − direct p50', p(t.relay, 50) - p(t.direct, 50), 'ms'),
+    info('exec: context direct through a bare proxy p50', p(t.proxy, 50), 'ms'),
+    info('exec: context direct through a bare proxy p99', p(t.proxy, 99), 'ms'),
+    info('exec: bare proxy / direct p50', p(t.proxy, 50) / p(t.direct, 50), '×'),
+    info('exec: relay / bare proxy p50', p(t.relay, 50) / p(t.proxy, 50), '×'),
+    info('exec: relay − bare proxy p50', p(t.relay, 50) - p(t.proxy, 50), 'ms'),
+    info('exec: stage GET /v1/sandboxes/{id} p50', p(t.get, 50), 'ms'),
+    info('exec: stage GET /v1/sandboxes/{id} p99', p(t.get, 99), 'ms'),
+    info('exec: agent duration_ms p50: direct', percentile(t.direct.agentMs, 50), 'ms'),
+    info('exec: agent duration_ms p50: relay', percentile(t.relay.agentMs, 50), 'ms'),
+    info('exec: broker CPU per relayed call', perCallUs(t.relay.brokerCpuMs, t.relay), 'µs'),
+    info('exec: broker CPU per GET /v1/sandboxes/{id}', perCallUs(t.get.brokerCpuMs, t.get), 'µs'),
+    info('exec: bare proxy CPU per call', perCallUs(t.proxy.brokerCpuMs, t.proxy), 'µs'),
+    info(
+      'exec: broker + proxy CPU per direct call (background)',
+      perCallUs(t.direct.brokerCpuMs, t.direct),
+      'µs',
+    ),
+    info('exec: Postgres CPU per relayed call', perCallUs(t.relay.postgresCpuMs, t.relay), 'µs'),
+    info('exec: Postgres CPU per GET /v1/sandboxes/{id}', perCallUs(t.get.postgresCpuMs, t.get), 'µs'),
+    info('exec: commits per relayed call', writes.commits, ''),
+    info('exec: rows inserted + updated per relayed call', writes.rows, ''),
+    ...writes.byTable.map(([table, rows]) => info(`exec: rows per relayed call: ${table}`, rows, '')),
+  ];
+}
