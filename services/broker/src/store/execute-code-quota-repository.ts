@@ -27,14 +27,17 @@ export class ExecuteCodeQuotaRepository {
    */
   async take(counters: readonly [QuotaCounter, QuotaCounter]): Promise<QuotaTake> {
     const [first, second] = counters;
-    const rows = await guard(
-      'take execute_code quota',
-      () =>
+    // A counter is not worth a disk flush per call: its commit returns before the WAL is
+    // flushed (a database crash may forget the last increments, never double them).
+    const [, rows] = await guard('take execute_code quota', () =>
+      this.prisma.$transaction([
+        this.prisma.$executeRaw`SET LOCAL synchronous_commit = off`,
         this.prisma.$queryRaw<{ refused: string | null }[]>`
-        SELECT "execute_code_take"(
-          ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
-          ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
-        ) AS "refused"`,
+          SELECT "execute_code_take"(
+            ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
+            ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
+          ) AS "refused"`,
+      ]),
     );
     const refused = rows[0]?.refused ?? null;
     if (refused === null) return { taken: true };

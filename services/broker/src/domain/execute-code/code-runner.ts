@@ -2,6 +2,7 @@
 // docs/code-runner.md). An adapter the composition root passes in, so the service
 // stays free of HTTP; the real one is `httpCodeRunner`.
 import { CodeRunResponse, type ExecuteCodeLanguage } from '@sbx/protocol';
+import { postJson, type JsonAnswer } from './post-json.js';
 
 export interface CodeRun {
   readonly language: ExecuteCodeLanguage;
@@ -24,26 +25,25 @@ export class AgentUnreachable extends Error {}
 
 export const httpCodeRunner: CodeRunner = {
   async run(httpBaseUrl, token, run) {
-    let response: Response;
+    let answer: JsonAnswer;
     try {
-      response = await fetch(`${httpBaseUrl}/v1/code`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
+      answer = await postJson(
+        new URL(`${httpBaseUrl}/v1/code`),
+        { authorization: `Bearer ${token}` },
+        JSON.stringify({
           language: run.language,
           code: run.code,
           timeout_ms: run.timeoutMs,
           memory_limit_mb: run.memoryLimitMb,
         }),
-        signal: AbortSignal.timeout(run.timeoutMs + TRANSPORT_MARGIN_MS),
-      });
+        run.timeoutMs + TRANSPORT_MARGIN_MS,
+      );
     } catch (err) {
       throw new AgentUnreachable('the sandbox agent did not answer', { cause: err });
     }
-    const text = await response.text();
-    if (!response.ok)
-      throw new AgentUnreachable(`the sandbox agent answered ${response.status}: ${text.slice(0, 300)}`);
-    const parsed = CodeRunResponse.safeParse(parseJson(text));
+    if (answer.status !== 200)
+      throw new AgentUnreachable(`the sandbox agent answered ${answer.status}: ${answer.text.slice(0, 300)}`);
+    const parsed = CodeRunResponse.safeParse(parseJson(answer.text));
     if (!parsed.success)
       throw new AgentUnreachable('the sandbox agent answered with something else than a code result');
     return parsed.data;

@@ -18,6 +18,7 @@ import {
 } from '@sbx/protocol';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
+import { postJson } from '../../domain/execute-code/post-json.js';
 import { relayHttp } from '../../relay/index.js';
 import { callContext, pathOf, rateLimit, type SessionHttpDeps } from '../sessions/route-kit.js';
 import { needs } from './caller-scope.js';
@@ -28,6 +29,8 @@ export interface SandboxRelayRoutesDeps extends SessionHttpDeps {
 }
 
 const ONE = '/v1/sandboxes/:id';
+/** The agent's exec timeout is 24 h at most; its answer comes when the program ends. */
+const COMMAND_ANSWER_MS = 86_400_000 + 60_000;
 /** Bodies of these paths stream to the agent: no JSON parser may read them first. */
 export const RELAYED_BODY_PATHS = /^\/v1\/sandboxes\/[^/]+\/(files$|dp\/)/;
 
@@ -65,14 +68,15 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
   router.post(`${ONE}/commands`, deps.authenticate, limit, needs('exec:sandbox'), async (req, res) => {
     const { background, body } = commandOf(req.body);
     const relayed = await target(req, res, 'process');
-    const answer = await fetch(`${relayed.httpBaseUrl}${background ? '/v1/processes' : '/v1/exec'}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${relayed.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }).catch((err: unknown) => {
+    const answer = await postJson(
+      new URL(`${relayed.httpBaseUrl}${background ? '/v1/processes' : '/v1/exec'}`),
+      { authorization: `Bearer ${relayed.token}` },
+      JSON.stringify(body),
+      COMMAND_ANSWER_MS,
+    ).catch((err: unknown) => {
       throw new SbxError('PROVIDER_UNAVAILABLE', 'the sandbox agent did not answer', { cause: err });
     });
-    const text = await answer.text();
+    const { text } = answer;
     // Recorded before the answer leaves: whoever reads the command's result can find its row.
     await audited(res, relayed, background ? 'commands.background' : 'commands.run', answer.status);
     res.status(answer.status).type('application/json').send(text);
