@@ -66,7 +66,8 @@ describe('relayWebSocket: a real agent behind the relay', () => {
     const end = output.indexOf('\r\nEND\r\n');
     expect(begin).toBeGreaterThan('BEGIN\r\n'.length - 1);
     expect(end - begin).toBe(OUTPUT_BYTES);
-    expect(/^y+$/.test(output.slice(begin, end))).toBe(true);
+    // A search for any other character, not /^y+$/: that regex overflows the stack on 10 MB.
+    expect(/[^y]/.test(output.slice(begin, end))).toBe(false);
 
     const outcome = await lastOutcome(relay);
     expect(outcome).toMatchObject({ kind: 'ws', closeCode: 1000, agentCloseCode: 1000, closedBy: 'agent' });
