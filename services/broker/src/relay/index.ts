@@ -2,7 +2,8 @@
 // to a sandbox's agent when the caller cannot reach the agent itself. Routes mount it.
 export { relayHttp } from './relay-http.js';
 export { relayWebSocket } from './relay-ws.js';
-export { holdFrames } from './ws-pump.js';
+export { bufferOf, holdFrames } from './ws-pump.js';
+export { authFrameToken } from './ws-auth-frame.js';
 export { callerCodeFor, agentCodeFor } from './ws-close-map.js';
 export { upstreamRequestHeaders, downstreamResponseHeaders } from './relay-headers.js';
 export type {

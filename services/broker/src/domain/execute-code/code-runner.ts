@@ -2,7 +2,7 @@
 // docs/code-runner.md). An adapter the composition root passes in, so the service
 // stays free of HTTP; the real one is `httpCodeRunner`.
 import { CodeRunResponse, type ExecuteCodeLanguage } from '@sbx/protocol';
-import { postJson, type JsonAnswer } from './post-json.js';
+import { postJson, type JsonAnswer } from '../../adapters/agent-http/post-json.js';
 
 export interface CodeRun {
   readonly language: ExecuteCodeLanguage;

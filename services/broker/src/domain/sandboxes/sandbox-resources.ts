@@ -153,18 +153,20 @@ export class SandboxResources {
   /** A running sandbox's agent and a token with `capability` for one relayed call. */
   async relayTarget(context: AuditContext, id: string, capability: CapabilityScope): Promise<RelayTarget> {
     const sandbox = await this.find(context.principal, id);
-    const { httpBaseUrl, wsBaseUrl } = sandbox;
-    if (
-      (sandbox.state !== 'active' && sandbox.state !== 'idle') ||
-      httpBaseUrl === null ||
-      wsBaseUrl === null
-    )
-      throw new SbxError(
-        'CONFLICT',
-        `sandbox ${id} is ${sandbox.state}; start it first (POST /v1/sandboxes/${id}/start)`,
-      );
+    const { httpBaseUrl, wsBaseUrl } = runningDataplane(sandbox);
     await this.deps.renewLease(sandbox);
     const token = await this.#tokens.get(sandbox, context.principal.id, capability, context.requestId);
     return { sandbox, httpBaseUrl, wsBaseUrl, ...token };
   }
+}
+
+/** The agent's addresses of a running sandbox; 409 for any other (a stopped one must be started). */
+export function runningDataplane(sandbox: Sandbox): { httpBaseUrl: string; wsBaseUrl: string } {
+  const { httpBaseUrl, wsBaseUrl, state, id } = sandbox;
+  if ((state !== 'active' && state !== 'idle') || httpBaseUrl === null || wsBaseUrl === null)
+    throw new SbxError(
+      'CONFLICT',
+      `sandbox ${id} is ${state}; start it first (POST /v1/sandboxes/${id}/start)`,
+    );
+  return { httpBaseUrl, wsBaseUrl };
 }

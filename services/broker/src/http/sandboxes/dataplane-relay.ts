@@ -11,7 +11,11 @@ import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.
 import { hasCallerScope, isAdmin } from '../../domain/auth/principal.js';
 import { checkCapability, type CapabilityCheckDeps } from '../../domain/sandboxes/capability-check.js';
 import { dataplaneOperation } from '../../domain/sandboxes/dataplane-operation.js';
-import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
+import {
+  runningDataplane,
+  type RelayTarget,
+  type SandboxResources,
+} from '../../domain/sandboxes/sandbox-resources.js';
 import type { SandboxResourceQueries } from '../../store/sandbox-resource-queries.js';
 
 export interface DataplaneRelayDeps {
@@ -38,9 +42,6 @@ function isCapabilityOf(credential: string, sandboxId: string): boolean {
   }
 }
 
-const notRunning = (id: string, state: string) =>
-  new SbxError('CONFLICT', `sandbox ${id} is ${state}; start it first (POST /v1/sandboxes/${id}/start)`);
-
 export async function resolveRelay(
   deps: DataplaneRelayDeps,
   call: { sandboxId: string; credential: string; method: string; agentPath: string; requestId?: string },
@@ -52,13 +53,7 @@ export async function resolveRelay(
     const sandbox = await deps.queries.find({}, call.sandboxId);
     if (sandbox === null) throw new SbxError('UNAUTHENTICATED', 'capability token refused: unknown sandbox');
     const verified = await checkCapability(deps.capabilities, sandbox, call.credential);
-    const { httpBaseUrl, wsBaseUrl } = sandbox;
-    if (
-      (sandbox.state !== 'active' && sandbox.state !== 'idle') ||
-      httpBaseUrl === null ||
-      wsBaseUrl === null
-    )
-      throw notRunning(sandbox.id, sandbox.state);
+    const { httpBaseUrl, wsBaseUrl } = runningDataplane(sandbox);
     return { target: { sandbox, httpBaseUrl, wsBaseUrl, token: call.credential, jti: verified.claims.jti } };
   }
   const principal = await deps.callers.authenticate(`Bearer ${call.credential}`);

@@ -18,7 +18,7 @@ import {
 } from '@sbx/protocol';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
-import { postJson } from '../../domain/execute-code/post-json.js';
+import { postJson } from '../../adapters/agent-http/post-json.js';
 import { relayHttp } from '../../relay/index.js';
 import { callContext, pathOf, rateLimit, type SessionHttpDeps } from '../sessions/route-kit.js';
 import { needs } from './caller-scope.js';

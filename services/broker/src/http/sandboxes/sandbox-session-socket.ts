@@ -19,7 +19,7 @@ import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
 import { hasCallerScope, isAdmin } from '../../domain/auth/principal.js';
 import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
-import { holdFrames, relayWebSocket } from '../../relay/index.js';
+import { authFrameToken, bufferOf, holdFrames, relayWebSocket } from '../../relay/index.js';
 import { resolveRelay, type DataplaneRelayDeps, type ResolvedRelay } from './dataplane-relay.js';
 
 export interface SandboxSessionSocketDeps {
@@ -137,17 +137,9 @@ function firstAuthFrame(client: WebSocket): Promise<FirstFrame> {
       client.off('message', onMessage);
       client.off('close', onClose);
       const held = holdFrames(client);
-      try {
-        const frame: unknown = JSON.parse(textOf(data));
-        const token =
-          typeof frame === 'object' && frame !== null && 'token' in frame ? frame.token : undefined;
-        const isAuth =
-          typeof frame === 'object' && frame !== null && 'type' in frame && frame.type === 'auth';
-        if (!isAuth || typeof token !== 'string') throw new Error('first frame');
-        resolve({ token, held });
-      } catch {
-        reject(new SbxError('UNAUTHENTICATED', 'the first message must be {"type":"auth","token":…}'));
-      }
+      const token = authFrameToken(bufferOf(data))?.token;
+      if (typeof token === 'string') resolve({ token, held });
+      else reject(new SbxError('UNAUTHENTICATED', 'the first message must be {"type":"auth","token":…}'));
     };
     const onClose = () => {
       clearTimeout(timer);
@@ -156,9 +148,4 @@ function firstAuthFrame(client: WebSocket): Promise<FirstFrame> {
     client.on('message', onMessage);
     client.once('close', onClose);
   });
-}
-
-function textOf(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  return Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data).toString('utf8');
 }
