@@ -4,7 +4,7 @@
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/scripts'],
+  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/scripts', '<rootDir>/deploy'],
   testMatch: ['**/test/**/*.test.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {

@@ -177,6 +177,10 @@ export class FakeProvider implements SandboxProvider {
     return this.#sandboxes.get(sandboxId)?.state ?? 'missing';
   }
 
+  async list(): Promise<readonly string[]> {
+    return [...this.#sandboxes.keys()].sort();
+  }
+
   async inspect(sandboxId: string): Promise<AgentReport | undefined> {
     assertSandboxId(sandboxId);
     return this.#sandboxes.get(sandboxId)?.state === 'running' ? this.reports.get(sandboxId) : undefined;

@@ -11,7 +11,12 @@ import {
   waitUntilHealthy,
 } from './agent-readiness.js';
 import type { LocalIsolation } from './isolation.js';
-import { resolveLocalSettings, type LocalProviderOptions, type LocalSettings } from './local-settings.js';
+import {
+  assertNetworkPolicy,
+  resolveLocalSettings,
+  type LocalProviderOptions,
+  type LocalSettings,
+} from './local-settings.js';
 import { sweepSandbox } from './process-sweep.js';
 import {
   assertSandboxId,
@@ -28,6 +33,7 @@ import {
   existingSandboxPaths,
   readSandboxRecord,
   sandboxFilesExist,
+  sandboxIdsIn,
   sandboxPaths,
   type SandboxPaths,
   type SandboxRecord,
@@ -51,11 +57,9 @@ interface LiveAgent {
 }
 
 /**
- * Sandboxes as agent processes on this host, one per sandbox, started by the broker.
- * The agent itself runs outside the sandbox (it needs the key and the workspace); its
- * user processes run in the sandbox's namespaces under bubblewrap when `isolation` is
- * 'bubblewrap', as the sandbox's own unprivileged host user when the broker is root,
- * within the sandbox's limits (docs/security.md).
+ * One agent process per sandbox on this host (docs/security.md). The agent runs outside the sandbox (it
+ * needs the key and the workspace); its user processes run in the sandbox's bubblewrap namespaces, as the
+ * sandbox's own host user when the broker is root, within the sandbox's limits.
  */
 export class LocalProvider implements SandboxProvider {
   readonly name = 'local';
@@ -99,7 +103,7 @@ export class LocalProvider implements SandboxProvider {
     return this.#queue.run(spec.sandboxId, async () => {
       if (this.#agents.has(spec.sandboxId) || (await sandboxFilesExist(paths)))
         throw sandboxExists(spec.sandboxId);
-      this.#assertNetworkPolicy(base);
+      assertNetworkPolicy(this.#settings, base.network);
       try {
         const record = await prepareSandbox(this.#settings, this.#queue, base, paths, spec.signingKey);
         return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
@@ -123,7 +127,7 @@ export class LocalProvider implements SandboxProvider {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       const record = await readSandboxRecord(paths);
       if (record === undefined) throw sandboxNotFound(sandboxId);
-      this.#assertNetworkPolicy(record);
+      assertNetworkPolicy(this.#settings, record.network);
       await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
       // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
       return this.#launch(this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined }, paths);
@@ -159,6 +163,10 @@ export class LocalProvider implements SandboxProvider {
     }
     if (this.#failed.has(sandboxId)) return 'failed';
     return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
+  }
+
+  async list(): Promise<readonly string[]> {
+    return [...new Set([...this.#agents.keys(), ...(await sandboxIdsIn(this.#settings.dataDir))])].sort();
   }
 
   inspect(sandboxId: string) {
@@ -209,17 +217,6 @@ export class LocalProvider implements SandboxProvider {
 
   #assertOpen(): void {
     if (this.#closing !== undefined) throw providerUnavailable('the local provider is shut down');
-  }
-
-  /**
-   * Fails closed: without bubblewrap nothing takes the network away from user processes,
-   * and without a user-mode network a network-on sandbox would have none or the host's.
-   */
-  #assertNetworkPolicy(record: SandboxRecord): void {
-    if (record.network === 'off' && this.isolation === 'none')
-      throw providerUnavailable('network-off sandboxes need bubblewrap isolation, which this host lacks');
-    if (record.network === 'on' && this.#settings.networkRefusal !== undefined)
-      throw providerUnavailable(this.#settings.networkRefusal);
   }
 
   async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {

@@ -134,3 +134,14 @@ function logIsolation(
     'sandbox resource limits',
   );
 }
+
+/**
+ * Fails closed: without bubblewrap nothing takes the network away from user processes,
+ * and without a user-mode network a network-on sandbox would have none or the host's.
+ */
+export function assertNetworkPolicy(settings: LocalSettings, network: 'on' | 'off'): void {
+  if (network === 'off' && settings.isolation === 'none')
+    throw providerUnavailable('network-off sandboxes need bubblewrap isolation, which this host lacks');
+  if (network === 'on' && settings.networkRefusal !== undefined)
+    throw providerUnavailable(settings.networkRefusal);
+}

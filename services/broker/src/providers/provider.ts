@@ -14,6 +14,22 @@ export interface SandboxSpec {
   readonly network: 'on' | 'off';
   /** From the tenant's policy; omitted: the provider's defaults. */
   readonly limits?: SandboxLimits;
+  /** The template it is made from; container providers map it to an image, the local provider ignores it. */
+  readonly template?: string;
+  /**
+   * The creating client's policy row (docs/protocol.md#callers-and-caller-scopes): variables set for
+   * every user process, e.g. a base URL pointing at the sidecar.
+   */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** The client's credential-broker sidecar; undefined: none (a client without a row gets none). */
+  readonly sidecar?: SidecarSpec;
+}
+
+/** A container run next to the agent, sharing its network, holding a credential the user code never sees. */
+export interface SidecarSpec {
+  readonly image: string;
+  /** A pod-scoped JWT minted by the broker (audience and scopes from the client's policy row). */
+  readonly token: string;
 }
 
 /** Where clients reach the sandbox's agent. */
@@ -70,6 +86,11 @@ export interface SandboxProvider {
   /** Ends the agent and deletes the workspace; a sandbox that is already gone is fine. */
   destroy(sandboxId: string): Promise<void>;
   status(sandboxId: string): Promise<ProviderSandboxStatus>;
+  /**
+   * Every sandbox id this provider holds, running or stopped: what the reconciler compares with
+   * the database (a sandbox without a row is destroyed).
+   */
+  list(): Promise<readonly string[]>;
   /** The agent's report; undefined when its agent is not running or does not answer within ~2 s. */
   inspect(sandboxId: string): Promise<AgentReport | undefined>;
   /**

@@ -85,6 +85,14 @@ export async function recordedHostUids(dataDir: string): Promise<Set<number>> {
   return new Set(records.flatMap((record) => (record?.hostUid === undefined ? [] : [record.hostUid])));
 }
 
+/** Every sandbox with files in this data directory (state or workspace), whatever its record says. */
+export async function sandboxIdsIn(dataDir: string): Promise<string[]> {
+  const [states, workspaces] = await Promise.all(
+    ['sandboxes', 'workspaces'].map((dir) => readdir(path.join(dataDir, dir)).catch((): string[] => [])),
+  );
+  return [...new Set([...(states ?? []), ...(workspaces ?? [])])].sort();
+}
+
 /** The record of a sandbox created earlier, or undefined when there is none. */
 export async function readSandboxRecord(paths: SandboxPaths): Promise<SandboxRecord | undefined> {
   const text = await readFile(paths.recordFile, 'utf8').catch((err: unknown) => {
