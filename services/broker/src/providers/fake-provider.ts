@@ -178,7 +178,7 @@ export class FakeProvider implements SandboxProvider {
   }
 
   async list(): Promise<readonly string[]> {
-    return [...this.#sandboxes.keys()].sort();
+    return [...this.#sandboxes.keys()].toSorted();
   }
 
   async inspect(sandboxId: string): Promise<AgentReport | undefined> {

@@ -166,7 +166,7 @@ export class LocalProvider implements SandboxProvider {
   }
 
   async list(): Promise<readonly string[]> {
-    return [...new Set([...this.#agents.keys(), ...(await sandboxIdsIn(this.#settings.dataDir))])].sort();
+    return [...new Set([...this.#agents.keys(), ...(await sandboxIdsIn(this.#settings.dataDir))])].toSorted();
   }
 
   inspect(sandboxId: string) {
