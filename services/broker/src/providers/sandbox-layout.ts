@@ -90,7 +90,7 @@ export async function sandboxIdsIn(dataDir: string): Promise<string[]> {
   const [states, workspaces] = await Promise.all(
     ['sandboxes', 'workspaces'].map((dir) => readdir(path.join(dataDir, dir)).catch((): string[] => [])),
   );
-  return [...new Set([...(states ?? []), ...(workspaces ?? [])]).toSorted();
+  return [...new Set([...(states ?? []), ...(workspaces ?? [])])].toSorted();
 }
 
 /** The record of a sandbox created earlier, or undefined when there is none. */
