@@ -71,7 +71,7 @@ export async function openBrokerAdapters(
     logger.info({ migrations: database.appliedMigrations }, 'applied migrations');
   const coordination = await createCoordination({
     redisUrl: config.redisUrl,
-    keyPrefix: 'sbx',
+    keyPrefix: config.redisKeyPrefix ?? 'sbx',
     onError: (err) => logger.warn({ err }, 'coordination error'),
   });
   if (coordination.warning !== undefined) logger.warn(coordination.warning);

@@ -2,12 +2,15 @@
 // and settings. createBrokerSystem runs it on the adapters the configuration
 // opens; tests run it on theirs (a test database, a fake provider), so the
 // broker they exercise is the one that ships.
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { AuditTrail } from './domain/audit/audit-trail.js';
 import { ensureGeneratedAdminKey, importBootstrapKey } from './domain/auth/bootstrap.js';
 import type { IdempotencySettings } from './domain/idempotency/idempotency-guard.js';
 import { KeyVault } from './domain/keys/key-vault.js';
 import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
+import { createInstancePresence } from './domain/lifecycle/instance-presence.js';
 import type { LeaseReaper } from './domain/lifecycle/lease-reaper.js';
 import { reconcileAtStartup } from './domain/lifecycle/startup-reconcile.js';
 import type { AuthFailureLimits } from './domain/rate-limit/auth-failure-limiter.js';
@@ -23,7 +26,6 @@ import type { BrokerAdapters } from './broker-adapters.js';
 import { startBrokerLoops } from './broker-loops.js';
 import { brokerObservability } from './broker-observability.js';
 import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.js';
-import type { Server } from 'node:http';
 import { brokerRoutes } from './broker-routes.js';
 import { resolveLifecycleTimers } from './domain/lifecycle/lifecycle-settings.js';
 import { RELAYED_BODY_PATHS } from './http/sandboxes/sandbox-relay-routes.js';
@@ -52,6 +54,8 @@ export interface BrokerSettings {
   readonly dataplaneRelay?: { readonly publicUrl: string } | undefined;
   /** Between two reads of the agents' usage counters (default 60 s). */
   readonly usageCollectIntervalMs?: number | undefined;
+  /** The reconciler's period and this instance's presence TTL (defaults 60 s and 15 s). */
+  readonly reconciler?: { readonly intervalMs?: number; readonly presenceTtlMs?: number } | undefined;
   /** execute_code: the address-space limit of one run, and how agents are reached (tests). */
   readonly executeCode?: { readonly memoryLimitMb?: number; readonly runner?: CodeRunner } | undefined;
 }
@@ -74,17 +78,18 @@ export interface Broker {
   close(): Promise<void>;
 }
 
-const LOCAL_OWNERSHIP_WARNING =
-  'local sandboxes belong to the broker process that started their agents, and the database does not ' +
-  'record which one: at start this broker suspends every local sandbox whose agent it does not run ' +
-  'itself. Run one broker per database with the local provider (docs/lifecycle.md, "After a restart")';
-
 export async function assembleBroker(
   adapters: BrokerAdapters,
   settings: BrokerSettings = {},
 ): Promise<Broker> {
   const { logger, clock, database, coordination, provider } = adapters;
-  const repositories = createRepositories(database.prisma);
+  const presence = createInstancePresence({
+    coordination,
+    instanceId: `brk_${randomUUID()}`,
+    logger,
+    ttlMs: settings.reconciler?.presenceTtlMs,
+  });
+  const repositories = createRepositories(database.prisma, { hostInstance: presence.instanceId });
   const vault = new KeyVault(adapters.masterKey);
   const reaperRepository = new ReaperRepository(database.prisma);
   const agentExit = createAgentExitHandler({ repository: reaperRepository, clock, logger });
@@ -140,8 +145,8 @@ export async function assembleBroker(
   }
 
   // Before the first request: agents that died with the previous broker process are recorded as such.
-  if (coordination.sharedAcrossInstances) logger.warn(LOCAL_OWNERSHIP_WARNING);
-  await reconcileAtStartup({ repository: reaperRepository, provider, coordination, clock, logger });
+  await presence.start();
+  await reconcileAtStartup({ repository: reaperRepository, provider, coordination, clock, logger, presence });
 
   const loops = startBrokerLoops({
     repositories,
@@ -154,6 +159,8 @@ export async function assembleBroker(
     start: settings.loops ?? true,
     metrics,
     usageCollectIntervalMs: settings.usageCollectIntervalMs,
+    presence,
+    reconcileIntervalMs: settings.reconciler?.intervalMs,
   });
 
   const app = createApp({
@@ -176,6 +183,8 @@ export async function assembleBroker(
       await loops.stop();
       await agentExit.drain();
       await provider.close();
+      // Only now may other instances take over this one's sandboxes: its agents have ended.
+      await presence.stop();
       // Rows of requests still being answered are written before the database goes.
       await repositories.journal.drain();
       await Promise.allSettled([coordination.close(), database.close()]);

@@ -1,10 +1,13 @@
-// The broker's background loops: the lease reaper (docs/lifecycle.md), the
-// purge of expired idempotency records and the agents' usage collector (docs/admin.md).
+// The broker's background loops: the lease reaper and the reconciler
+// (docs/lifecycle.md), the purge of expired idempotency records and the agents'
+// usage collector (docs/admin.md).
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from './adapters/redis/coordination.js';
 import { createLeaseReaper, type LeaseReaper, type ReaperReport } from './domain/lifecycle/lease-reaper.js';
 import type { BrokerMetrics } from './domain/metrics/broker-metrics.js';
 import { createUsageCollector, type UsageCollector } from './domain/admin/usage-collector.js';
+import type { InstancePresence } from './domain/lifecycle/instance-presence.js';
+import { createReconciler, type Reconciler } from './domain/lifecycle/reconciler.js';
 import type { SandboxProvider } from './providers/provider.js';
 import type { Repositories } from './store/index.js';
 import type { ReaperRepository } from './store/reaper-repository.js';
@@ -29,6 +32,10 @@ export interface BrokerLoopsDeps {
   readonly metrics?: Pick<BrokerMetrics, 'reaped'> | undefined;
   /** Between two collections of the agents' usage counters; default 60 s. */
   readonly usageCollectIntervalMs?: number | undefined;
+  /** Which broker instances live; the reconciler leaves the sandboxes of the others alone. */
+  readonly presence?: InstancePresence | undefined;
+  /** Between two reconciler rounds; default 60 s. */
+  readonly reconcileIntervalMs?: number | undefined;
 }
 
 function countRound(metrics: Pick<BrokerMetrics, 'reaped'>, report: ReaperReport): void {
@@ -41,6 +48,8 @@ export interface BrokerLoops {
   readonly reaper: LeaseReaper;
   /** Started with the reaper; `collectOnce()` runs a round either way. */
   readonly usage: UsageCollector;
+  /** Started with the reaper; `runOnce()` runs a round either way. */
+  readonly reconciler: Reconciler;
   /** Ends the loops; the reaper round under way has finished, a last usage round has run. */
   stop(): Promise<void>;
 }
@@ -65,19 +74,30 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
     idleTimeoutMs: deps.idleTimeoutMs,
     ...(deps.metrics === undefined ? {} : { onRound: countRound.bind(undefined, deps.metrics) }),
   });
+  const reconciler = createReconciler({
+    repository: deps.reaperRepository,
+    provider: deps.provider,
+    coordination: deps.coordination,
+    clock: deps.clock,
+    logger,
+    presence: deps.presence,
+    intervalMs: deps.reconcileIntervalMs,
+  });
   let purge: NodeJS.Timeout | undefined;
   if (deps.start) {
     reaper.start();
     usage.start();
+    reconciler.start();
     purge = setInterval(() => void purgeRound(deps), IDEMPOTENCY_PURGE_MS);
     purge.unref();
   }
   return {
     reaper,
     usage,
+    reconciler,
     async stop() {
       clearInterval(purge);
-      await reaper.stop();
+      await Promise.all([reaper.stop(), reconciler.stop()]);
       // Before the provider closes: what the agents counted since the last round is kept.
       await usage.stop();
     },

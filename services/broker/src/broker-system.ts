@@ -42,6 +42,7 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
     http: config.http,
     metricsToken: config.metricsToken,
     usageCollectIntervalMs: config.usageCollectIntervalMs,
+    reconciler: config.reconciler,
     dataplaneRelay: config.dataplaneRelay,
     ...(config.executeCodeMemoryMb === undefined
       ? {}

@@ -23,6 +23,11 @@ const BrokerEnv = z.object({
   BROKER_DATA_DIR: z.string().default(DEFAULT_DATA_DIR),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
+  // Brokers sharing a prefix share locks, presence and rate limits: one prefix per deployment.
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 letters, digits, _ . : -')
+    .default('sbx'),
   BROKER_MASTER_KEY: envKeyMaterial(32).optional(),
   // Any strong secret: operators generate it with their own tools (openssl, Kubernetes, Vault).
   BROKER_BOOTSTRAP_API_KEY: z
@@ -58,6 +63,10 @@ const BrokerEnv = z.object({
   AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).max(100_000).default(20),
   // How often the agents' usage counters are read (docs/admin.md "Usage").
   USAGE_COLLECT_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
+  // The reconciler (docs/lifecycle.md "Reconciler"): between two rounds, and how long a broker
+  // instance that stopped renewing its presence counts as alive.
+  RECONCILE_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
+  BROKER_PRESENCE_TTL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000),
   // Address-space limit of one execute_code run (docs/execute-code.md "Limits").
   EXECUTE_CODE_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
   // Relay mode (docs/sandboxes.md): every data-plane route through the broker.
@@ -88,6 +97,8 @@ export interface BrokerConfig {
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
   readonly redisUrl: string | undefined;
+  /** Absent: `sbx`. */
+  readonly redisKeyPrefix?: string;
   readonly masterKey: string | undefined;
   readonly bootstrapApiKey: string | undefined;
   readonly oidc: { readonly issuer: string; readonly audience: string; readonly jwksUrl: string } | undefined;
@@ -111,6 +122,8 @@ export interface BrokerConfig {
   readonly authFailuresPerMinute?: number;
   /** Between two reads of the agents' usage counters (absent: 60 s). */
   readonly usageCollectIntervalMs?: number;
+  /** Between two reconciler rounds, and this instance's presence TTL (absent: 60 s, 15 s). */
+  readonly reconciler?: { readonly intervalMs: number; readonly presenceTtlMs: number };
   /** execute_code's per-run memory limit, MiB (absent: 512). */
   readonly executeCodeMemoryMb?: number;
   /** Relay mode: data-plane traffic through the broker at this public URL (absent: off). */
@@ -151,6 +164,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     dataDir: path.resolve(e.BROKER_DATA_DIR),
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
     masterKey: e.BROKER_MASTER_KEY,
     bootstrapApiKey: e.BROKER_BOOTSTRAP_API_KEY,
     oidc,
@@ -174,6 +188,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     },
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
+    reconciler: { intervalMs: e.RECONCILE_INTERVAL_MS, presenceTtlMs: e.BROKER_PRESENCE_TTL_MS },
     executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
     dataplaneRelay:
       e.DATAPLANE_RELAY === 'on' && e.BROKER_PUBLIC_URL !== undefined

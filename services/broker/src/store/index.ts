@@ -52,15 +52,23 @@ export interface Repositories {
   readonly usageCounters: UsageCounterRepository;
 }
 
-export function createRepositories(prisma: PrismaClient): Repositories {
+export interface RepositoryOptions {
+  /**
+   * This broker instance: recorded as `host_instance` on the sandboxes it creates and on
+   * those whose agent it starts (a new dataplane), for the reconciler (docs/lifecycle.md).
+   */
+  readonly hostInstance?: string;
+}
+
+export function createRepositories(prisma: PrismaClient, options: RepositoryOptions = {}): Repositories {
   return {
-    sandboxes: new SandboxRepository(prisma),
+    sandboxes: new SandboxRepository(prisma, options.hostInstance),
     bindings: new SessionBindingRepository(prisma),
     tokens: new TokenIssuanceRepository(prisma),
     audit: new AuditRepository(prisma),
     policies: new PolicyRepository(prisma),
     apiKeys: new ApiKeyRepository(prisma),
-    sessionTransactions: new SessionTransactions(prisma),
+    sessionTransactions: new SessionTransactions(prisma, options.hostInstance),
     idempotency: new IdempotencyRepository(prisma),
     journal: new JournalWriter(prisma),
     revocations: new RevocationStore(prisma),

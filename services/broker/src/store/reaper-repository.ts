@@ -26,7 +26,7 @@ export interface DueFilter {
 
 export type DueSandbox = Pick<
   SandboxRecord,
-  'id' | 'state' | 'tenantId' | 'ownerId' | 'scopeType' | 'scopeId' | 'provider'
+  'id' | 'state' | 'tenantId' | 'ownerId' | 'scopeType' | 'scopeId' | 'provider' | 'hostInstance'
 >;
 
 /** Where a walk over sandboxes in creation order stopped: the last row it saw. */
@@ -68,6 +68,7 @@ const DUE_FIELDS = {
   scopeType: true,
   scopeId: true,
   provider: true,
+  hostInstance: true,
 } as const;
 
 function dueWhere(filter: DueFilter): Prisma.SandboxWhereInput {
@@ -120,6 +121,15 @@ export class ReaperRepository {
         take: limit,
       }),
     );
+  }
+
+  /** The recorded state of each of `ids` that has a row (a reconciler's orphan check). */
+  async statesOf(ids: readonly string[]): Promise<Map<string, SandboxState>> {
+    if (ids.length === 0) return new Map();
+    const rows = await guard('read sandbox states', () =>
+      this.prisma.sandbox.findMany({ where: { id: { in: [...ids] } }, select: { id: true, state: true } }),
+    );
+    return new Map(rows.map((row) => [row.id, row.state]));
   }
 
   /** Due sandboxes, oldest first, at most `limit`. */

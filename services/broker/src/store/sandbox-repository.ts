@@ -87,7 +87,11 @@ const LIVE_CONFLICT = {
 } as const;
 
 export class SandboxRepository {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** Stamped on the sandboxes created here and on every transition that records a new dataplane. */
+    private readonly hostInstance?: string,
+  ) {}
 
   /** Records a new sandbox in `provisioning`; CONFLICT when its scope already has a live one. */
   create(input: NewSandbox): Promise<SandboxRecord> {
@@ -103,6 +107,7 @@ export class SandboxRepository {
             scopeId: input.scopeId,
             provider: input.provider,
             providerRef: input.providerRef ?? null,
+            hostInstance: this.hostInstance ?? null,
             ...(input.environment === undefined ? {} : { environment: input.environment }),
             httpBaseUrl: input.httpBaseUrl ?? null,
             wsBaseUrl: input.wsBaseUrl ?? null,
@@ -164,7 +169,9 @@ export class SandboxRepository {
           ...enteringState(to, options.at ?? new Date()),
           ...(options.failureReason === undefined ? {} : { failureReason: options.failureReason }),
           ...(options.providerRef === undefined ? {} : { providerRef: options.providerRef }),
-          ...(options.httpBaseUrl === undefined ? {} : { httpBaseUrl: options.httpBaseUrl }),
+          ...(options.httpBaseUrl === undefined
+            ? {}
+            : { httpBaseUrl: options.httpBaseUrl, hostInstance: this.hostInstance ?? null }),
           ...(options.wsBaseUrl === undefined ? {} : { wsBaseUrl: options.wsBaseUrl }),
           ...(options.workspacePath === undefined ? {} : { workspacePath: options.workspacePath }),
           ...(options.leaseExpiresAt === undefined ? {} : { leaseExpiresAt: options.leaseExpiresAt }),

@@ -53,7 +53,11 @@ async function lockSandbox(tx: Tx, id: string, mode: 'share' | 'update'): Promis
 }
 
 export class SessionTransactions {
-  constructor(private readonly prisma: PrismaClient) {}
+  constructor(
+    private readonly prisma: PrismaClient,
+    /** Stamped on the sandboxes created here (see RepositoryOptions). */
+    private readonly hostInstance?: string,
+  ) {}
 
   /**
    * Records a new `provisioning` sandbox together with its creator's binding.
@@ -68,7 +72,9 @@ export class SessionTransactions {
       'create sandbox',
       () =>
         this.prisma.$transaction(async (tx) => {
-          const created = await tx.sandbox.create({ data: { ...sandbox } });
+          const created = await tx.sandbox.create({
+            data: { hostInstance: this.hostInstance ?? null, ...sandbox },
+          });
           const bound = await tx.sessionBinding.create({
             data: bindingData({ ...binding, sandboxId: created.id }),
           });

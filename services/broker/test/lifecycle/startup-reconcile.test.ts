@@ -164,6 +164,8 @@ describeEachBackend('start-up reconciliation (fake provider)', (backend) => {
     const failing = {
       name: kit.provider.name,
       stop: (id: string) => kit.provider.stop(id),
+      destroy: (id: string) => kit.provider.destroy(id),
+      list: () => kit.provider.list(),
       status: async (id: string) => {
         if (id === unanswered.id) throw providerUnavailable('status unavailable');
         return kit.provider.status(id);
@@ -202,6 +204,8 @@ function onlyFor(kit: LifecycleKit, sandboxId: string): StartupReconcileDeps['pr
   return {
     name: kit.provider.name,
     stop: (id) => kit.provider.stop(id),
+    destroy: (id) => kit.provider.destroy(id),
+    list: () => kit.provider.list(),
     status: async (id) => (id === sandboxId ? kit.provider.status(id) : 'running'),
   };
 }

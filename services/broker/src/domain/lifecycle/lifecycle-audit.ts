@@ -11,10 +11,11 @@ export type LifecycleReason =
   | 'provisioning_timeout'
   | 'agent_exit'
   | 'failed_retention'
-  | 'startup_reconcile';
+  | 'startup_reconcile'
+  | 'reconcile';
 
 /** Who made the change, recorded as the caller of a system action. */
-export type LifecycleActor = 'lease-reaper' | 'agent-exit' | 'startup-reconcile';
+export type LifecycleActor = 'lease-reaper' | 'agent-exit' | 'startup-reconcile' | 'reconciler';
 
 export interface StateAudit {
   readonly sandbox: DueSandbox;

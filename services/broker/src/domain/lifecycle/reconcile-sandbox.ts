@@ -15,7 +15,9 @@ import { withDeadline } from './with-deadline.js';
 
 export interface ReconcileContext {
   readonly repository: Pick<ReaperRepository, 'isDue' | 'applyStateChange'>;
-  readonly provider: Pick<SandboxProvider, 'status' | 'stop'>;
+  readonly provider: Pick<SandboxProvider, 'status' | 'stop' | 'destroy'>;
+  /** 'startup': before the broker serves (docs/lifecycle.md "After a restart"); 'periodic': the reconciler loop. */
+  readonly trigger: 'startup' | 'periodic';
   readonly coordination: Pick<Coordination, 'acquireLock'>;
   readonly clock: () => number;
   readonly logger: Logger;
@@ -80,6 +82,7 @@ export async function reconcileSandbox(
 async function reconcileHeld(ctx: ReconcileContext, sandbox: DueSandbox): Promise<ReconcileOutcome> {
   // The row may have moved since its page was read (a resume, or the reaper of another instance).
   if (!(await ctx.repository.isDue(sandbox.id, { states: [sandbox.state] }))) return KEPT;
+  if (sandbox.state === 'provisioning') return abandonProvisioning(ctx, sandbox);
   const { providerTimeoutMs } = ctx.timers;
   const status = await withDeadline(ctx.provider.status(sandbox.id), providerTimeoutMs, 'provider status');
   let to = reconciledState(sandbox.state, status);
@@ -105,15 +108,38 @@ async function stopQuietly(ctx: ReconcileContext, sandboxId: string): Promise<Sb
   }
 }
 
+/**
+ * A sandbox whose creator died while the provider was bringing it up (its walk only hands
+ * over `provisioning` rows of a dead instance): failed at once, state first as the reaper's
+ * provisioning timeout does, then whatever the provider made of it is destroyed.
+ */
+async function abandonProvisioning(ctx: ReconcileContext, sandbox: DueSandbox): Promise<ReconcileOutcome> {
+  const outcome = await changeState(ctx, sandbox, 'failed', 'missing', undefined, ABANDONED);
+  if (outcome.kind !== 'changed') return outcome;
+  await withDeadline(
+    ctx.provider.destroy(sandbox.id),
+    ctx.timers.providerTimeoutMs,
+    'provider destroy',
+  ).catch((err: unknown) => {
+    // The failed retention pass destroys it again later.
+    ctx.logger.warn({ err, sandbox_id: sandbox.id }, 'could not destroy an abandoned sandbox');
+  });
+  return outcome;
+}
+
+export const ABANDONED = 'its broker instance stopped while it was being provisioned';
+
 async function changeState(
   ctx: ReconcileContext,
   sandbox: DueSandbox,
   to: 'suspended' | 'failed',
   status: ProviderSandboxStatus,
   stopError: SbxError | undefined,
+  failedBecause: string = LOST_BY_PROVIDER,
 ): Promise<ReconcileOutcome> {
   const at = new Date(ctx.clock());
-  const failureReason = to === 'failed' ? LOST_BY_PROVIDER : undefined;
+  const failureReason = to === 'failed' ? failedBecause : undefined;
+  const reason = ctx.trigger === 'startup' ? ('startup_reconcile' as const) : ('reconcile' as const);
   const result = await ctx.repository.applyStateChange({
     sandboxId: sandbox.id,
     to,
@@ -125,9 +151,9 @@ async function changeState(
         sandbox: current,
         from,
         to,
-        reason: 'startup_reconcile',
+        reason,
         at,
-        actor: 'startup-reconcile',
+        actor: ctx.trigger === 'startup' ? 'startup-reconcile' : 'reconciler',
         extra: {
           provider_status: status,
           released_bindings: releasedBindings,
@@ -138,10 +164,12 @@ async function changeState(
       }),
   });
   if (!result.applied) return KEPT;
-  const change = { sandboxId: sandbox.id, from: result.from, to, reason: 'startup_reconcile' as const };
+  const change = { sandboxId: sandbox.id, from: result.from, to, reason };
   ctx.logger.info(
     { sandbox_id: sandbox.id, from: change.from, to, provider_status: status },
-    'sandbox state changed: its agent is not running',
+    to === 'failed' && failedBecause === ABANDONED
+      ? 'sandbox failed: its broker died while provisioning it'
+      : 'sandbox state changed: its agent is not running',
   );
   return { kind: 'changed', change };
 }

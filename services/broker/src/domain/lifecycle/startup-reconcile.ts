@@ -5,13 +5,19 @@
 // its provider is checked against the provider: one whose agent is not running
 // is moved to `suspended`, or to `failed` when the provider no longer has it,
 // so nobody is handed a dead dataplane and the next attach, heartbeat or
-// session read resumes it.
+// session read resumes it. The same walk runs periodically as the reconciler
+// (docs/lifecycle.md, "Reconciler"), which also fails the sandboxes a dead
+// broker instance left in `provisioning` and destroys what the provider holds
+// without a row (orphan-sweep.ts). Sandboxes hosted by another live broker
+// instance are left to it (instance-presence.ts).
 import { isTerminalState, SANDBOX_STATES, type SandboxState } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
-import type { ReaperRepository, SandboxCursor } from '../../store/reaper-repository.js';
+import type { PagedSandbox, ReaperRepository, SandboxCursor } from '../../store/reaper-repository.js';
 import { forEachLimited } from './for-each-limited.js';
+import type { InstancePresence } from './instance-presence.js';
+import { sweepOrphans } from './orphan-sweep.js';
 import { resolveLifecycleTimers, type LifecycleTimerOptions } from './lifecycle-settings.js';
 import type { StateChangeReport } from './reap-sandbox.js';
 import { reconcileSandbox, type ReconcileFailure } from './reconcile-sandbox.js';
@@ -32,11 +38,18 @@ export interface StartupReconcileDeps extends Pick<
   LifecycleTimerOptions,
   'providerTimeoutMs' | 'lockTtlMs' | 'batchSize' | 'concurrency'
 > {
-  readonly repository: Pick<ReaperRepository, 'listPage' | 'isDue' | 'applyStateChange'>;
-  readonly provider: Pick<SandboxProvider, 'name' | 'status' | 'stop'>;
+  readonly repository: Pick<ReaperRepository, 'listPage' | 'isDue' | 'applyStateChange' | 'statesOf'>;
+  readonly provider: Pick<SandboxProvider, 'name' | 'status' | 'stop' | 'destroy' | 'list'>;
   readonly coordination: Pick<Coordination, 'acquireLock'>;
   readonly clock: () => number;
   readonly logger: Logger;
+  /**
+   * Which broker instances live. Without it every sandbox of the provider is this broker's
+   * (one broker per database) and `provisioning` rows are left to the reaper's timeout.
+   */
+  readonly presence?: Pick<InstancePresence, 'instanceId' | 'isAlive'> | undefined;
+  /** Default 'startup'. */
+  readonly trigger?: 'startup' | 'periodic';
 }
 
 export interface StartupReconcileReport {
@@ -47,22 +60,33 @@ export interface StartupReconcileReport {
   readonly busy: number;
   /** Left as they were because the provider or the store failed on them. */
   readonly failures: readonly ReconcileFailure[];
+  /** Hosted by another live broker instance: theirs to reconcile. */
+  readonly foreign: number;
+  /** Held by the provider without a row (or with a `terminated` one), destroyed. */
+  readonly orphansDestroyed: readonly string[];
 }
 
 /** Walks the provider's sandboxes page by page; rejects only when a page cannot be read. */
 export async function reconcileAtStartup(deps: StartupReconcileDeps): Promise<StartupReconcileReport> {
   const timers = resolveLifecycleTimers(deps);
-  const ctx = { ...deps, timers };
-  const filter = { provider: deps.provider.name, states: RECONCILED_STATES };
+  const ctx = { ...deps, timers, trigger: deps.trigger ?? 'startup' };
+  const states =
+    deps.presence === undefined ? RECONCILED_STATES : [...RECONCILED_STATES, 'provisioning' as const];
+  const filter = { provider: deps.provider.name, states };
   const changes: StateChangeReport[] = [];
   const failures: ReconcileFailure[] = [];
   let checked = 0;
   let busy = 0;
+  let foreign = 0;
   let after: SandboxCursor | undefined;
   for (;;) {
     const page = await deps.repository.listPage(filter, after, timers.batchSize);
     checked += page.length;
     await forEachLimited(page, timers.concurrency, async (sandbox) => {
+      if (!(await isOurs(deps.presence, sandbox))) {
+        foreign += 1;
+        return;
+      }
       const outcome = await reconcileSandbox(ctx, sandbox);
       if (outcome.kind === 'changed') changes.push(outcome.change);
       if (outcome.kind === 'error') failures.push(outcome.failure);
@@ -72,9 +96,29 @@ export async function reconcileAtStartup(deps: StartupReconcileDeps): Promise<St
     if (last === undefined || page.length < timers.batchSize) break;
     after = { createdAt: last.createdAt, id: last.id };
   }
-  const report = { checked, changes, busy, failures };
+  const orphans = await sweepOrphans({ ...deps, ...timers }).catch((err: unknown) => {
+    deps.logger.warn({ err }, 'could not compare the provider with the database');
+    return { destroyed: [], failures: [] };
+  });
+  const report = { checked, changes, busy, failures, foreign, orphansDestroyed: orphans.destroyed };
   logReport(deps.logger, report);
   return report;
+}
+
+/**
+ * Whether this instance may reconcile the sandbox: yes when it hosts it or its host is
+ * dead. A `provisioning` one only when its creator is another instance that died (this
+ * instance's own are being created right now; one without a host is the reaper's).
+ */
+async function isOurs(
+  presence: StartupReconcileDeps['presence'],
+  sandbox: Pick<PagedSandbox, 'state' | 'hostInstance'>,
+): Promise<boolean> {
+  const host = sandbox.hostInstance;
+  if (presence === undefined) return sandbox.state !== 'provisioning';
+  if (sandbox.state === 'provisioning')
+    return host !== null && host !== presence.instanceId && !(await presence.isAlive(host));
+  return host === null || !(await presence.isAlive(host));
 }
 
 function logReport(logger: Logger, report: StartupReconcileReport): void {
@@ -84,11 +128,13 @@ function logReport(logger: Logger, report: StartupReconcileReport): void {
     failed: report.changes.filter((change) => change.to === 'failed').length,
     busy: report.busy,
     errors: report.failures.length,
+    foreign: report.foreign,
+    orphans_destroyed: report.orphansDestroyed.length,
   };
   if (summary.busy > 0 || summary.errors > 0)
     logger.warn(
       summary,
-      'start-up reconciliation left some sandboxes unchecked; the lease reaper handles them',
+      'reconciliation left some sandboxes unchecked; the lease reaper or the next round handles them',
     );
-  else logger.info(summary, 'start-up reconciliation done');
+  else logger.info(summary, 'reconciliation done');
 }

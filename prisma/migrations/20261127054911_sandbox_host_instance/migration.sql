@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "sandboxes" ADD COLUMN     "host_instance" TEXT;
