@@ -8,7 +8,7 @@ import { createCoordination } from './adapters/redis/create-coordination.js';
 import type { BrokerConfig } from './config.js';
 import { createOidcVerifier, type OidcVerifier } from './domain/auth/oidc-verifier.js';
 import { loadMasterKey, type MasterKey } from './domain/keys/master-key.js';
-import { LocalProvider } from './providers/local-provider.js';
+import { openProvider } from './providers/open-provider.js';
 import type { AgentExitListener, SandboxProvider } from './providers/provider.js';
 import { openDatabase, type Database } from './store/database.js';
 
@@ -77,13 +77,10 @@ export async function openBrokerAdapters(
   if (coordination.warning !== undefined) logger.warn(coordination.warning);
   const masterKey = await loadMasterKey({ masterKey: config.masterKey, dataDir: config.dataDir });
   const agentExits = agentExitRelay();
-  const provider = await LocalProvider.open({
-    dataDir: config.dataDir,
+  const provider = await openProvider(config, {
     logger,
-    isolation: config.localIsolation,
     onAgentExit: agentExits.listener,
-    agentAllowedOrigins: config.http?.corsAllowedOrigins,
-    agentIntrospectionUrl: config.tokenFormat === 'opaque' ? introspectionUrl(config) : undefined,
+    introspectionUrl: config.tokenFormat === 'opaque' ? introspectionUrl(config) : undefined,
   });
   const oidc =
     config.oidc === undefined

@@ -40,7 +40,25 @@ const BrokerEnv = z.object({
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).optional(),
   OIDC_JWKS_URL: z.url().optional(),
-  SANDBOX_PROVIDER: z.enum(['local']).default('local'),
+  SANDBOX_PROVIDER: z.enum(['local', 'docker', 'kubernetes']).default('local'),
+  // Container providers (docs/provider-docker.md, docs/provider-kubernetes.md).
+  SANDBOX_IMAGE: z.string().min(1).default('sbx-agent:latest'),
+  DOCKER_HOST: z
+    .string()
+    .regex(/^(unix|tcp):\/\//, 'must be unix:///path or tcp://host:port')
+    .optional(),
+  DOCKER_NETWORK: z.string().min(1).default('sbx-sandboxes'),
+  DOCKER_INTERNAL_NETWORK: z.string().min(1).default('sbx-internal'),
+  DOCKER_AGENT_ADDRESS: z.enum(['container', 'published']).default('container'),
+  K8S_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name')
+    .default('sbx-sandboxes'),
+  K8S_MODE: z.enum(['pods', 'agent-sandbox']).default('pods'),
+  KUBECONFIG: z.string().min(1).optional(),
+  K8S_SANDBOX_TEMPLATE: z.string().min(1).optional(),
+  K8S_RUNTIME_CLASS: z.string().min(1).optional(),
+  K8S_STORAGE_CLASS: z.string().min(1).optional(),
   LOCAL_ISOLATION: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
   // jwt: agents verify offline; opaque: agents ask POST /oauth/introspect (D20).
@@ -102,7 +120,9 @@ export interface BrokerConfig {
   readonly masterKey: string | undefined;
   readonly bootstrapApiKey: string | undefined;
   readonly oidc: { readonly issuer: string; readonly audience: string; readonly jwksUrl: string } | undefined;
-  readonly provider: 'local';
+  readonly provider: 'local' | 'docker' | 'kubernetes';
+  /** SANDBOX_PROVIDER=docker|kubernetes: where and how sandboxes run (absent: the providers' defaults). */
+  readonly containers?: ContainerProviderConfig;
   readonly localIsolation: 'auto' | 'bubblewrap' | 'none';
   readonly tokenTtlSeconds: number;
   /** Default jwt (docs/architecture.md D20). */
@@ -128,6 +148,24 @@ export interface BrokerConfig {
   readonly executeCodeMemoryMb?: number;
   /** Relay mode: data-plane traffic through the broker at this public URL (absent: off). */
   readonly dataplaneRelay?: { readonly publicUrl: string } | undefined;
+}
+
+export interface ContainerProviderConfig {
+  readonly image: string;
+  readonly docker: {
+    readonly host: string | undefined;
+    readonly network: string;
+    readonly internalNetwork: string;
+    readonly agentAddress: 'container' | 'published';
+  };
+  readonly kubernetes: {
+    readonly namespace: string;
+    readonly mode: 'pods' | 'agent-sandbox';
+    readonly kubeconfigPath: string | undefined;
+    readonly sandboxTemplate: string | undefined;
+    readonly runtimeClassName: string | undefined;
+    readonly storageClassName: string | undefined;
+  };
 }
 
 /** CORS allowlist, HSTS and Express's `trust proxy` (docs/security.md, "Hardening"). */
@@ -169,6 +207,23 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     bootstrapApiKey: e.BROKER_BOOTSTRAP_API_KEY,
     oidc,
     provider: e.SANDBOX_PROVIDER,
+    containers: {
+      image: e.SANDBOX_IMAGE,
+      docker: {
+        host: e.DOCKER_HOST,
+        network: e.DOCKER_NETWORK,
+        internalNetwork: e.DOCKER_INTERNAL_NETWORK,
+        agentAddress: e.DOCKER_AGENT_ADDRESS,
+      },
+      kubernetes: {
+        namespace: e.K8S_NAMESPACE,
+        mode: e.K8S_MODE,
+        kubeconfigPath: e.KUBECONFIG,
+        sandboxTemplate: e.K8S_SANDBOX_TEMPLATE,
+        runtimeClassName: e.K8S_RUNTIME_CLASS,
+        storageClassName: e.K8S_STORAGE_CLASS,
+      },
+    },
     localIsolation: e.LOCAL_ISOLATION,
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     tokenFormat: e.TOKEN_FORMAT,

@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# The broker image, built from the repository root:
+#   docker build -f deploy/docker/broker.Dockerfile -t sbx-broker:latest .
+# Configuration is the environment of services/broker/src/config.ts (docs/deploy.md);
+# secrets (BROKER_MASTER_KEY, DATABASE_URL with its password, …) come at run time, never here.
+
+# Build: the whole workspace installed as CI installs it; the postinstall generates the Prisma
+# client offline. The broker runs from TypeScript through tsx, as `pnpm start` runs it.
+FROM node:20-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY . .
+RUN npx -y pnpm@12.4.2 install --frozen-lockfile
+
+FROM node:20-bookworm-slim AS runtime
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+RUN groupadd --system --gid 10001 broker \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/sbx-broker --no-create-home \
+      --shell /usr/sbin/nologin broker \
+ && mkdir -p /var/lib/sbx-broker \
+ && chown 10001:10001 /var/lib/sbx-broker \
+ && chmod 0700 /var/lib/sbx-broker
+# Root-owned: the broker's own code is read-only to the broker.
+COPY --from=build --chown=root:root /app /app
+WORKDIR /app
+# Migrations are applied at start (openDatabase with migrate: true); /readyz reports them.
+# tsx keeps its compile cache under /tmp, which must be writable (tmpfs / emptyDir).
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    BROKER_DATA_DIR=/var/lib/sbx-broker \
+    LOG_FORMAT=json
+USER 10001:10001
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "--import", "tsx", "services/broker/src/main.ts"]

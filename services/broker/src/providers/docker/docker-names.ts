@@ -1,0 +1,67 @@
+// What the provider calls things on the Docker engine: container and volume names derived from the
+// sandbox id, the labels that say whose a container is, and the paths inside the containers.
+import { createHash } from 'node:crypto';
+
+export const LABELS = {
+  sandboxId: 'sbx.dev/sandbox-id',
+  tenantId: 'sbx.dev/tenant-id',
+  managedBy: 'sbx.dev/managed-by',
+  /** `agent` (the sandbox itself) or `sidecar` (the client's credential broker). */
+  role: 'sbx.dev/role',
+} as const;
+
+export const MANAGED_BY = 'sbx-broker';
+
+export type ContainerRole = 'agent' | 'sidecar';
+
+/** Inside the sandbox container (the image contract, docs/provider-docker.md). */
+export const WORKSPACE_DIR = '/workspace';
+export const RUN_DIR = '/run/sbx';
+export const KEY_FILE_NAME = 'agent.key';
+export const REVOCATIONS_FILE_NAME = 'revocations.json';
+export const SANDBOX_ENV_FILE_NAME = 'sandbox-env.json';
+/** Inside the sidecar only: the user container never mounts it. */
+export const SIDECAR_RUN_DIR = '/run/sbx-sidecar';
+export const SIDECAR_TOKEN_FILE_NAME = 'token';
+
+/** The uid and gid every sandbox container runs as (the image's `sandbox` user). */
+export const SANDBOX_UID = 1000;
+
+export interface SandboxNames {
+  readonly container: string;
+  readonly sidecar: string;
+  readonly workspaceVolume: string;
+  readonly runVolume: string;
+  readonly sidecarVolume: string;
+}
+
+/**
+ * Docker names allow `[a-zA-Z0-9][a-zA-Z0-9_.-]*`, sandbox ids also `:` and a leading `_`/`-`:
+ * the readable part is the id with other characters replaced, the hash keeps two ids that
+ * differ only there apart. Lookups go by these names; labels say whose they are.
+ */
+export function sandboxNames(sandboxId: string): SandboxNames {
+  const readable = sandboxId.replaceAll(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 60);
+  const hash = createHash('sha256').update(sandboxId).digest('hex').slice(0, 12);
+  const base = `sbx-${readable}-${hash}`;
+  return {
+    container: base,
+    sidecar: `${base}-sidecar`,
+    workspaceVolume: `${base}-workspace`,
+    runVolume: `${base}-run`,
+    sidecarVolume: `${base}-sidecar-run`,
+  };
+}
+
+export function sandboxLabels(
+  sandboxId: string,
+  tenantId: string,
+  role: ContainerRole,
+): Record<string, string> {
+  return {
+    [LABELS.sandboxId]: sandboxId,
+    [LABELS.tenantId]: tenantId,
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.role]: role,
+  };
+}

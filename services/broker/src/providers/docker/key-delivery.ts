@@ -1,0 +1,101 @@
+// Files the broker hands a sandbox (its key, the client's environment, the revocation list, the
+// sidecar's token), written through the engine's archive endpoint into a per-sandbox volume.
+// Why a volume: the root filesystem is read-only and the engine refuses archives there; a tmpfs is
+// not seen by the archive endpoint and is empty again after a stop; a volume takes the archive
+// whether the container runs or not, and keeps the key across stop and start (docs/provider-docker.md).
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { SigningKey } from '@sbx/tokens';
+import type { Revocation } from '../provider.js';
+import { REVOCATION_FILE, addRevocations } from '../revocation-file.js';
+import { engine, engineError, isNotFound } from './docker-engine.js';
+import {
+  KEY_FILE_NAME,
+  REVOCATIONS_FILE_NAME,
+  RUN_DIR,
+  SANDBOX_ENV_FILE_NAME,
+  SANDBOX_UID,
+  SIDECAR_RUN_DIR,
+  SIDECAR_TOKEN_FILE_NAME,
+} from './docker-names.js';
+import { packTar, unpackTar, type TarFile } from './tar-archive.js';
+
+/**
+ * Owned by root in a root-owned directory (the volume's root, NoCopy): the sandbox's user reads
+ * them through its group and can neither rewrite nor replace them. Secrets are group-readable only.
+ */
+function runFile(name: string, text: string, secret: boolean): TarFile {
+  return { name, content: Buffer.from(text, 'utf8'), mode: secret ? 0o440 : 0o444, uid: 0, gid: SANDBOX_UID };
+}
+
+export function keyFile(key: SigningKey): TarFile {
+  return runFile(KEY_FILE_NAME, key.toBase64url(), true);
+}
+
+/** `AGENT_SANDBOX_ENV_FILE`: always written, `{}` without a client policy row. */
+export function sandboxEnvFile(environment: Readonly<Record<string, string>> | undefined): TarFile {
+  return runFile(SANDBOX_ENV_FILE_NAME, JSON.stringify(environment ?? {}), false);
+}
+
+export function sidecarTokenFile(token: string): TarFile {
+  return runFile(SIDECAR_TOKEN_FILE_NAME, token, true);
+}
+
+export async function putFiles(
+  container: Docker.Container,
+  dir: string,
+  files: readonly TarFile[],
+  what: string,
+): Promise<void> {
+  await engine(what, () => container.putArchive(packTar(files), { path: dir }));
+}
+
+export const putRunFiles = (container: Docker.Container, files: readonly TarFile[], what: string) =>
+  putFiles(container, RUN_DIR, files, what);
+
+export const putSidecarFiles = (container: Docker.Container, files: readonly TarFile[], what: string) =>
+  putFiles(container, SIDECAR_RUN_DIR, files, what);
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}
+
+/** One file of the key directory; undefined when it does not exist (of a container that does). */
+export async function readRunFile(
+  container: Docker.Container,
+  name: string,
+  what: string,
+): Promise<string | undefined> {
+  try {
+    const archive = await collect(await container.getArchive({ path: `${RUN_DIR}/${name}` }));
+    return unpackTar(archive)
+      .find((entry) => path.basename(entry.name) === name)
+      ?.content.toString('utf8');
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw engineError(what, err);
+  }
+}
+
+/**
+ * The revocation list with `revocation` merged in, by the local provider's own merge (one owner
+ * of the file's format and pruning rules); it works on a directory, so the list passes through a
+ * private scratch directory that holds nothing secret.
+ */
+export async function mergedRevocations(
+  current: string | undefined,
+  revocation: Revocation,
+): Promise<TarFile> {
+  const scratch = await mkdtemp(path.join(tmpdir(), 'sbx-revocations-'));
+  try {
+    if (current !== undefined) await writeFile(path.join(scratch, REVOCATION_FILE), current, { mode: 0o600 });
+    await addRevocations(scratch, revocation, Date.now());
+    return runFile(REVOCATIONS_FILE_NAME, await readFile(path.join(scratch, REVOCATION_FILE), 'utf8'), false);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
