@@ -15,7 +15,8 @@ import type { LeaseReaper } from './domain/lifecycle/lease-reaper.js';
 import { reconcileAtStartup } from './domain/lifecycle/startup-reconcile.js';
 import type { AuthFailureLimits } from './domain/rate-limit/auth-failure-limiter.js';
 import { DEFAULT_RATE_LIMITS, type RateLimits } from './domain/rate-limit/rate-limiter.js';
-import type { SessionSettings } from './domain/sessions/session-core.js';
+import { DEFAULT_SESSION_SETTINGS, type SessionSettings } from './domain/sessions/session-core.js';
+import { createSidecarTokenMinter } from './domain/tokens/sidecar-tokens.js';
 import { createSessionService, type SessionService } from './domain/sessions/session-service.js';
 import { createApp } from './http/app.js';
 import type { BrokerHttpHardening } from './config.js';
@@ -96,7 +97,13 @@ export async function assembleBroker(
   adapters.agentExits?.connect(agentExit.listener);
   const { metrics, probes } = brokerObservability(adapters);
   const audit = new AuditTrail(repositories.journal, logger, metrics);
+  const sidecarTokens = createSidecarTokenMinter(
+    adapters.masterKey,
+    settings.sessions?.tokenIssuer ?? DEFAULT_SESSION_SETTINGS.tokenIssuer,
+    clock,
+  );
   const service = createSessionService({
+    sidecarTokens,
     repositories,
     provider,
     vault,
@@ -111,6 +118,7 @@ export async function assembleBroker(
     prisma: database.prisma,
     provider,
     reaperRepository,
+    sidecarTokens,
     lifecycleTimers: resolveLifecycleTimers({ idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000 }),
     allowedOrigins: settings.http?.corsAllowedOrigins,
     dataplaneRelay: settings.dataplaneRelay,

@@ -24,6 +24,8 @@ import { adminRoutes, type AdminAssembly } from './http/admin/admin-routes.js';
 import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
 import { revocationRoutes } from './http/admin/revocation-routes.js';
 import { introspectionRoutes } from './http/oauth/introspection-routes.js';
+import { jwksRoutes } from './http/oauth/jwks-routes.js';
+import type { SidecarTokenMinter } from './domain/tokens/sidecar-tokens.js';
 import { tokenRoutes } from './http/oauth/token-routes.js';
 import { sessionRoutes } from './http/sessions/session-routes.js';
 import { threadRoutes } from './http/threads/thread-routes.js';
@@ -40,6 +42,7 @@ import { sandboxRouting } from './broker-sandbox-routes.js';
 
 export interface BrokerRoutesDeps {
   readonly service: SessionService;
+  readonly sidecarTokens: SidecarTokenMinter;
   readonly audit: AuditTrail;
   readonly repositories: Pick<
     Repositories,
@@ -123,6 +126,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
     threadRoutes(sessions),
     tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
     introspectionRoutes(deps),
+    jwksRoutes(deps.sidecarTokens),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
     executeCodeRoutes({ ...http, executeCode: executeCodeService(deps) }, deps.clock),
   ];

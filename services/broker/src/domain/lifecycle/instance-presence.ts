@@ -42,6 +42,7 @@ export function createInstancePresence(options: InstancePresenceOptions): Instan
     async start() {
       clearInterval(timer);
       await publish();
+      logger.info({ instance_id: instanceId, presence_ttl_ms: ttlMs }, 'broker instance present');
       timer = setInterval(
         () => {
           publish().catch((err: unknown) =>

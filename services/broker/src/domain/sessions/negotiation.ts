@@ -7,6 +7,7 @@
 // actor's binding if it has none, so a human can join the sandbox an agent
 // started) and is 404 BINDING_NOT_FOUND otherwise; `create_only` is 409
 // BINDING_CONFLICT when the scope already has one.
+import type { ResolvedClientPolicy } from '../auth/client-policy.js';
 import { SbxError, type Actor, type CapabilityScope, type NegotiateRequest } from '@sbx/protocol';
 import type {
   NetworkEnvironment,
@@ -43,6 +44,8 @@ interface Wanted {
   readonly actor: Actor;
   readonly capabilities: readonly CapabilityScope[];
   readonly clientId: string | null;
+  /** What a sandbox this request creates gets from the caller's client: sidecar and environment. */
+  readonly client: ResolvedClientPolicy;
   readonly policy: EffectivePolicy;
 }
 
@@ -121,6 +124,7 @@ async function prepare(
     actor,
     capabilities,
     clientId: client.clientId ?? null,
+    client,
     policy,
   };
 }
@@ -143,7 +147,13 @@ async function acquire(
     if (existing === null) {
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
       await assertRoomForAgent(sandboxes, wanted.policy, scope);
-      const created = await core.lifecycle.create(context, scope, creatorBinding(wanted), wanted.policy);
+      const created = await core.lifecycle.create(
+        context,
+        scope,
+        creatorBinding(wanted),
+        wanted.policy,
+        wanted.client,
+      );
       if (created !== null) return created;
       continue; // another request created it first: attach to theirs
     }

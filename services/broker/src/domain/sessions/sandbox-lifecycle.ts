@@ -10,6 +10,9 @@
 // sandbox `failed`, which frees the scope for a later attempt, and answers 503.
 // Provider work (create, resume, destroy) happens under the sandbox's
 // coordination lock, which the lease reaper also takes.
+import type { ResolvedClientPolicy } from '../auth/client-policy.js';
+import type { SidecarTokenMinter } from '../tokens/sidecar-tokens.js';
+import { clientParts } from './sandbox-client-parts.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
@@ -47,9 +50,14 @@ export interface SandboxLifecycleDeps {
   readonly now: () => number;
   /** Told how long each provider `create` took. */
   readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
+  /** Signs the pod-scoped JWT of a client's credential sidecar; absent: sidecars are not asked for. */
+  readonly sidecarTokens?: SidecarTokenMinter | undefined;
 }
 
 export type CreatorBinding = Omit<NewSessionBinding, 'sandboxId'>;
+
+/** The tenant's policy and, when a client made the request, its client policy. */
+type CreationPolicy = EffectivePolicy & { readonly client?: ResolvedClientPolicy | undefined };
 
 export interface Acquired {
   readonly sandbox: SandboxRecord;
@@ -65,10 +73,13 @@ export class SandboxLifecycle {
     scope: OwnedScope,
     binding: CreatorBinding,
     policy: EffectivePolicy,
+    client?: ResolvedClientPolicy,
   ): Promise<Acquired | null> {
     const id = newSandboxId();
     // A fresh id: the lock is free; holding it keeps the reaper away while the provider works.
-    const run = await this.deps.locks.run(id, 0, () => this.#create(context, id, scope, binding, policy));
+    const run = await this.deps.locks.run(id, 0, () =>
+      this.#create(context, id, scope, binding, { ...policy, client }),
+    );
     return run.ran ? run.value : null;
   }
 
@@ -133,7 +144,7 @@ export class SandboxLifecycle {
     id: string,
     scope: OwnedScope,
     binding: CreatorBinding,
-    policy: EffectivePolicy,
+    policy: CreationPolicy,
   ): Promise<Acquired | null> {
     const { vault, provider, transactions, now } = this.deps;
     const key = SigningKey.generate();
@@ -168,7 +179,7 @@ export class SandboxLifecycle {
     context: AuditContext,
     sandbox: SandboxRecord,
     key: SigningKey,
-    policy: EffectivePolicy,
+    policy: CreationPolicy,
   ): Promise<SandboxRecord> {
     let up;
     const started = this.deps.now();
@@ -181,6 +192,7 @@ export class SandboxLifecycle {
         tokenIssuer: this.deps.tokenIssuer,
         network: policy.environment === 'internal_only' ? 'off' : 'on',
         limits: policy.limits,
+        ...clientParts(this.deps.sidecarTokens, sandbox, policy.client),
       });
     } catch (err) {
       this.deps.metrics?.provisioned('failed', took());

@@ -1,10 +1,12 @@
 // One service behind three route families (MVP sessions, full sessions,
 // thread routes): they differ in shapes, not in behaviour. The service speaks
 // bindings (BINDING_* errors); the MVP routes rename those at the HTTP edge.
+import type { SidecarTokenMinter } from '../tokens/sidecar-tokens.js';
 import type { NegotiateRequest } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
+import type { SandboxRecord } from '../../store/index.js';
 import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 import type { KeyVault } from '../keys/key-vault.js';
 import { Revocations } from '../revocation/revocations.js';
@@ -19,6 +21,7 @@ import {
   type SessionSettings,
   type SessionState,
   type SessionWithToken,
+  tenantPolicy,
 } from './session-core.js';
 import {
   getSession,
@@ -43,6 +46,8 @@ export interface SessionServiceDeps {
   readonly now?: (() => number) | undefined;
   /** Provisioning times (NO_METRICS when absent). */
   readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
+  /** Signs client sidecars' pod-scoped JWTs (absent: no sidecar is ever asked for). */
+  readonly sidecarTokens?: SidecarTokenMinter | undefined;
 }
 
 export interface SessionService {
@@ -60,6 +65,11 @@ export interface SessionService {
   ): Promise<SessionWithToken>;
   heartbeat(context: AuditContext, locator: BindingLocator): Promise<Heartbeat>;
   release(context: AuditContext, locator: BindingLocator): Promise<void>;
+  /**
+   * Brings an idle or suspended sandbox back as its holders' requests do (`ready`): for
+   * a data-plane call through the relay. Null when it ended meanwhile.
+   */
+  resume(context: AuditContext, sandbox: SandboxRecord): Promise<SandboxRecord | null>;
   /** `POST /admin/revocations`: one token, a binding's tokens, or a sandbox's key. */
   readonly revocations: Revocations;
 }
@@ -80,6 +90,7 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     provisioningWaitMs: settings.provisioningWaitMs,
     now,
     metrics: deps.metrics,
+    sidecarTokens: deps.sidecarTokens,
   });
   const tokens = new SessionTokens({
     vault,
@@ -107,6 +118,8 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     refresh: (context, locator, options) => refreshSession(core, context, locator, options),
     heartbeat: (context, locator) => heartbeatSession(core, context, locator),
     release: (context, locator) => releaseSession(core, context, locator),
+    resume: async (context, sandbox) =>
+      lifecycle.ready(context, sandbox, await tenantPolicy(core, sandbox.tenantId)),
     revocations: new Revocations({
       store: repositories.revocations,
       provider,
