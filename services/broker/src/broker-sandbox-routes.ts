@@ -4,6 +4,7 @@
 import type { Router } from 'express';
 import type { BrokerRoutesDeps } from './broker-routes.js';
 import type { CallerAuthenticator } from './domain/auth/authenticate-caller.js';
+import { stoppedByOwner } from './domain/sandboxes/owner-stops.js';
 import { relayedSessions } from './domain/sandboxes/relayed-sessions.js';
 import { SandboxResources } from './domain/sandboxes/sandbox-resources.js';
 import type { SessionService } from './domain/sessions/session-service.js';
@@ -83,6 +84,7 @@ function sandboxResources(deps: BrokerRoutesDeps, queries: SandboxResourceQuerie
       const until = Math.min(now + idleMs, sandbox.hardExpiresAt.getTime());
       await deps.repositories.sandboxes.renewLease(sandbox.id, new Date(until), new Date(now));
     },
+    stoppedByOwner: (sandboxId) => stoppedByOwner(deps.prisma, sandboxId),
     tokens: {
       vault: deps.vault,
       issuances: deps.repositories.journal,

@@ -2,6 +2,7 @@ import { SbxError } from '@sbx/protocol';
 import type { SigningKey } from '@sbx/tokens';
 import { readinessBearer, spawnSandboxAgent, workspacePathOf } from './agent-launch.js';
 import { inspectAgent } from './agent-inspection.js';
+import { keptSandboxRecord } from './kept-workspace.js';
 import type { AgentExit, AgentProcess } from './agent-process.js';
 import {
   beforeDeadline,
@@ -125,8 +126,7 @@ export class LocalProvider implements SandboxProvider {
       const live = this.#agents.get(sandboxId);
       if (live?.dataplane !== undefined) return live.dataplane;
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
-      const record = await readSandboxRecord(paths);
-      if (record === undefined) throw sandboxNotFound(sandboxId);
+      const record = await keptSandboxRecord(paths, sandboxId, this.#settings.volumes !== undefined);
       assertNetworkPolicy(this.#settings, record.network);
       await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
       // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.

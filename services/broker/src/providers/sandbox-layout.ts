@@ -29,6 +29,8 @@ const SandboxRecord = z.object({
   /** The host user its processes run as (a root broker gives every sandbox its own). */
   hostUid: z.number().int().positive().optional(),
   limits: SandboxLimits.optional(),
+  /** Its workspace is a volume image (workspace-volumes.ts): resuming without the image must fail. */
+  volume: z.boolean().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecord>;
 

@@ -26,13 +26,15 @@ export async function prepareSandbox(
   paths: SandboxPaths,
   key: SigningKey,
 ): Promise<SandboxRecord> {
+  // Recorded before the volume exists: a sandbox whose create fails is removed whole anyway.
+  const planned = settings.volumes === undefined ? base : { ...base, volume: true };
   const record = settings.sandboxUsers
     ? await queue.run(UID_ALLOCATION, async () => {
-        const withUser = { ...base, hostUid: pickSandboxUid(await recordedHostUids(settings.dataDir)) };
+        const withUser = { ...planned, hostUid: pickSandboxUid(await recordedHostUids(settings.dataDir)) };
         await writeSandboxFiles(paths, withUser, key);
         return withUser;
       })
-    : await writeSandboxFiles(paths, base, key).then(() => base);
+    : await writeSandboxFiles(paths, planned, key).then(() => planned);
   const bytes = (record.limits ?? DEFAULT_SANDBOX_LIMITS).diskBytes;
   await settings.volumes?.create(paths.volumeFile, paths.workspace, bytes, record.hostUid);
   return record;

@@ -12,6 +12,7 @@ import {
   type SandboxResource,
   type UpdateSandboxRequest,
 } from '@sbx/protocol';
+import type { CapabilityClaims } from '@sbx/tokens';
 import type { Sandbox } from '../../store/generated/client.js';
 import type { OwnerScope, SandboxResourceQueries } from '../../store/sandbox-resource-queries.js';
 import { decodePosition, encodePosition } from '../admin/admin-cursor.js';
@@ -21,6 +22,8 @@ import { TERMINATE, type ForcedMove } from '../admin/state-deadlines.js';
 import type { AuditContext } from '../audit/audit-trail.js';
 import { isAdmin, type Principal } from '../auth/principal.js';
 import type { SessionService } from '../sessions/session-service.js';
+import { OWNER_STOP_REASON } from './owner-stops.js';
+import { RelayResume, type RunningDataplane } from './relay-resume.js';
 import { toSandboxResource } from './sandbox-presenter.js';
 import { RelayTokens, type RelayTokenDeps } from './relay-tokens.js';
 
@@ -31,6 +34,8 @@ export interface SandboxResourcesDeps {
   readonly tokens: RelayTokenDeps;
   /** A relayed call is use: the sandbox's lease is extended as a heartbeat would. */
   readonly renewLease: (sandbox: Sandbox) => Promise<void>;
+  /** Whether the sandbox's latest suspension was its owner's stop (owner-stops.ts). */
+  readonly stoppedByOwner: (sandboxId: string) => Promise<boolean>;
 }
 
 /** Where one relayed call goes, with the token minted for it. */
@@ -47,7 +52,7 @@ const STOP: ForcedMove = {
   provider: 'stop',
   order: 'provider-first',
   afterProvider: ['idle', 'active'],
-  reason: 'user_stop',
+  reason: OWNER_STOP_REASON,
 };
 const DELETE: ForcedMove = { ...TERMINATE, reason: 'user_delete' };
 
@@ -61,9 +66,15 @@ const notFound = (id: string) =>
 
 export class SandboxResources {
   readonly #tokens: RelayTokens;
+  readonly #resume: RelayResume;
 
   constructor(private readonly deps: SandboxResourcesDeps) {
     this.#tokens = new RelayTokens(deps.tokens);
+    this.#resume = new RelayResume({
+      sessions: deps.sessions,
+      stoppedByOwner: deps.stoppedByOwner,
+      logger: deps.actions.logger,
+    });
   }
 
   async list(principal: Principal, query: SandboxListQuery): Promise<SandboxPage> {
@@ -150,23 +161,33 @@ export class SandboxResources {
     await forceMove(this.deps.actions, sandbox, DELETE, context);
   }
 
-  /** A running sandbox's agent and a token with `capability` for one relayed call. */
+  /**
+   * A running sandbox's agent and a token with `capability` for one relayed call. A sandbox
+   * the lifecycle suspended is resumed first (423 while it starts); one its owner stopped is 409.
+   */
   async relayTarget(context: AuditContext, id: string, capability: CapabilityScope): Promise<RelayTarget> {
-    const sandbox = await this.find(context.principal, id);
-    const { httpBaseUrl, wsBaseUrl } = runningDataplane(sandbox);
+    const found = await this.find(context.principal, id);
+    const { sandbox, httpBaseUrl, wsBaseUrl } = await this.#resume.running(context, found);
     await this.deps.renewLease(sandbox);
     const token = await this.#tokens.get(sandbox, context.principal.id, capability, context.requestId);
     return { sandbox, httpBaseUrl, wsBaseUrl, ...token };
   }
+
+  /** The running sandbox a verified capability token's call goes to, resumed as for `relayTarget`. */
+  tokenTarget(sandbox: Sandbox, claims: CapabilityClaims, requestId: string): Promise<RunningDataplane> {
+    return this.#resume.running({ requestId, principal: tokenHolder(sandbox, claims) }, sandbox);
+  }
 }
 
-/** The agent's addresses of a running sandbox; 409 for any other (a stopped one must be started). */
-export function runningDataplane(sandbox: Sandbox): { httpBaseUrl: string; wsBaseUrl: string } {
-  const { httpBaseUrl, wsBaseUrl, state, id } = sandbox;
-  if ((state !== 'active' && state !== 'idle') || httpBaseUrl === null || wsBaseUrl === null)
-    throw new SbxError(
-      'CONFLICT',
-      `sandbox ${id} is ${state}; start it first (POST /v1/sandboxes/${id}/start)`,
-    );
-  return { httpBaseUrl, wsBaseUrl };
+/** Audited as whoever holds the token (its subject), as token exchange audits it. */
+function tokenHolder(sandbox: Sandbox, claims: CapabilityClaims): Principal {
+  return {
+    tenantId: sandbox.tenantId,
+    id: claims.sub,
+    type: claims.act === undefined ? 'user' : 'agent',
+    ownerId: sandbox.ownerId,
+    scopes: new Set(),
+    via: 'capability_token',
+    jti: claims.jti,
+  };
 }

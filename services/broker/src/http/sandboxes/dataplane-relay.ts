@@ -11,11 +11,7 @@ import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.
 import { hasCallerScope, isAdmin } from '../../domain/auth/principal.js';
 import { checkCapability, type CapabilityCheckDeps } from '../../domain/sandboxes/capability-check.js';
 import { dataplaneOperation } from '../../domain/sandboxes/dataplane-operation.js';
-import {
-  runningDataplane,
-  type RelayTarget,
-  type SandboxResources,
-} from '../../domain/sandboxes/sandbox-resources.js';
+import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import type { SandboxResourceQueries } from '../../store/sandbox-resource-queries.js';
 
 export interface DataplaneRelayDeps {
@@ -48,17 +44,19 @@ export async function resolveRelay(
 ): Promise<ResolvedRelay> {
   const operation = dataplaneOperation(call.method, call.agentPath);
   if (operation === undefined) throw new SbxError('NOT_FOUND', `no data-plane route ${call.agentPath}`);
+  const requestId = call.requestId ?? `req_${randomUUID()}`;
   if (isCapabilityOf(call.credential, call.sandboxId)) {
     // No owner filter: the token itself proves access to this one sandbox.
     const sandbox = await deps.queries.find({}, call.sandboxId);
     if (sandbox === null) throw new SbxError('UNAUTHENTICATED', 'capability token refused: unknown sandbox');
-    const verified = await checkCapability(deps.capabilities, sandbox, call.credential);
-    const { httpBaseUrl, wsBaseUrl } = runningDataplane(sandbox);
-    return { target: { sandbox, httpBaseUrl, wsBaseUrl, token: call.credential, jti: verified.claims.jti } };
+    const { claims } = await checkCapability(deps.capabilities, sandbox, call.credential);
+    // A suspended sandbox is resumed first (423 while it starts), as for a caller credential.
+    const running = await deps.resources.tokenTarget(sandbox, claims, requestId);
+    return { target: { ...running, token: call.credential, jti: claims.jti } };
   }
   const principal = await deps.callers.authenticate(`Bearer ${call.credential}`);
   if (!hasCallerScope(principal, operation.callerScope) && !isAdmin(principal))
     throw new SbxError('FORBIDDEN', `this operation needs the caller scope ${operation.callerScope}`);
-  const context = { requestId: call.requestId ?? `req_${randomUUID()}`, principal };
+  const context = { requestId, principal };
   return { target: await deps.resources.relayTarget(context, call.sandboxId, operation.capability), context };
 }
