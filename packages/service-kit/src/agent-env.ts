@@ -20,6 +20,8 @@ export const AgentEnv = z.object({
   SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
   SANDBOX_SIGNING_KEY_FILE: z.string().optional(),
   SANDBOX_TOKEN_ISSUER: z.string().min(1).default('sbx-broker'),
+  // The client policy's injected environment for user processes (a JSON object file, re-read on change).
+  AGENT_SANDBOX_ENV_FILE: z.string().min(1).optional(),
   // opaque: tokens are checked by asking the broker at AGENT_INTROSPECTION_URL (D20).
   AGENT_TOKEN_FORMAT: z.enum(['jwt', 'opaque']).default('jwt'),
   AGENT_INTROSPECTION_URL: z.url({ protocol: /^https?$/ }).optional(),

@@ -3,6 +3,7 @@ import type { Logger } from '@sbx/service-kit';
 import type { Launcher } from './adapters/launcher.js';
 import type { PathGuard } from './domain/files/path-guard.js';
 import type { KeySource } from './adapters/key-source.js';
+import type { SandboxEnvironment } from './adapters/sandbox-env-file.js';
 import type { AgentMetrics } from './domain/metrics/agent-metrics.js';
 import type { FeatureReport } from './domain/metrics/usage-counters.js';
 import type { Authenticator } from './http/authenticator.js';
@@ -25,6 +26,8 @@ export interface AgentContext {
   readonly metrics?: AgentMetrics | undefined;
   /** AGENT_METRICS_TOKEN: the operator's bearer for /metrics, besides capability tokens. */
   readonly metricsToken?: string | undefined;
+  /** The client policy's variables for every user process but execute_code's; absent: none. */
+  readonly sandboxEnv?: SandboxEnvironment | undefined;
 }
 
 /** A slice of the agent (files, exec, shells …): its routes, sockets, counters and shutdown. */

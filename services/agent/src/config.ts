@@ -13,6 +13,8 @@ export interface AgentConfig {
     | { readonly kind: 'inline'; readonly base64url: string }
     | { readonly kind: 'file'; readonly path: string };
   readonly tokenIssuer: string;
+  /** AGENT_SANDBOX_ENV_FILE: variables every user process gets (adapters/sandbox-env-file.ts). */
+  readonly sandboxEnvFile?: string | undefined;
   /** Set in opaque-token mode (AGENT_TOKEN_FORMAT=opaque, D20): the broker's introspection endpoint. */
   readonly introspectionUrl?: string | undefined;
   readonly keyRotationGraceSeconds: number;
@@ -93,6 +95,8 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
         ? { kind: 'inline', base64url: parsed.SANDBOX_SIGNING_KEY ?? '' }
         : { kind: 'file', path: path.resolve(keyFile) },
     tokenIssuer: parsed.SANDBOX_TOKEN_ISSUER,
+    sandboxEnvFile:
+      parsed.AGENT_SANDBOX_ENV_FILE === undefined ? undefined : path.resolve(parsed.AGENT_SANDBOX_ENV_FILE),
     introspectionUrl: parsed.AGENT_TOKEN_FORMAT === 'opaque' ? parsed.AGENT_INTROSPECTION_URL : undefined,
     keyRotationGraceSeconds: parsed.KEY_ROTATION_GRACE_SECONDS,
     workspaceRoot: path.resolve(parsed.WORKSPACE_ROOT),

@@ -1,3 +1,4 @@
+import { sandboxEnvironmentFile } from './adapters/sandbox-env-file.js';
 import { realpathSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import {
@@ -144,6 +145,8 @@ async function main(): Promise<void> {
           }),
     metrics,
     metricsToken: config.metricsToken,
+    sandboxEnv:
+      config.sandboxEnvFile === undefined ? undefined : sandboxEnvironmentFile(config.sandboxEnvFile, logger),
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
   logger.info(

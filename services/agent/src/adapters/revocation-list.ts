@@ -68,8 +68,8 @@ export function parseRevocationList(text: string): Parsed {
 /**
  * The list read from a file, re-read when it changes: fs.watch on its directory (a rename
  * replaces the inode a file watch would follow) plus a poll of its stat as the fallback,
- * so a change is applied within `pollMs` (250 ms by default) at worst. A missing file is
- * an empty list.
+ * so a change is applied within `pollMs` (250 ms by default) at worst. A file missing from
+ * the start is an empty list; one that disappears later leaves the last list in force.
  */
 export function fileRevocationList(options: RevocationFileOptions): RevocationList {
   const listeners = new Set<() => void>();
@@ -80,6 +80,9 @@ export function fileRevocationList(options: RevocationFileOptions): RevocationLi
     const stat = statSync(options.path, { throwIfNoEntry: false });
     const next = stat === undefined ? 'missing' : `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
     if (next === signature) return;
+    // Revocations only grow: a list that vanishes is being replaced (Docker's archive upload
+    // deletes before it writes), never withdrawn. Its last entries hold until the new one lands.
+    if (stat === undefined && signature !== '' && signature !== 'missing') return;
     try {
       list = stat === undefined ? EMPTY : parseRevocationList(readFileSync(options.path, 'utf8'));
       signature = next;

@@ -94,6 +94,20 @@ describe('revocation list on the agent', () => {
     expect((await info(token)).status).toBe(401);
   });
 
+  it('a list that disappears while it is replaced (a Docker archive upload) keeps its revocations', async () => {
+    const token = agent.token(['shell']);
+    writeList({ jtis: { [claimsOf(token).jti]: claimsOf(token).exp } });
+    expect((await info(token)).status).toBe(401); // the authenticator re-reads the list on every request
+    rmSync(listFile);
+    expect((await info(token)).status).toBe(401);
+    const next = agent.token(['shell']);
+    writeList({
+      jtis: { [claimsOf(token).jti]: claimsOf(token).exp, [claimsOf(next).jti]: claimsOf(next).exp },
+    });
+    expect((await info(next)).status).toBe(401);
+    expect((await info(token)).status).toBe(401);
+  });
+
   it('not_before refuses every token issued before it, open shells included', async () => {
     const old = agent.token(['shell'], { issuedSecondsAgo: 10 });
     const shell = await ShellClient.start(`${agent.wsUrl}/v1/shell/ws`, old);

@@ -1,3 +1,4 @@
+import type { SandboxEnvironment } from '../../src/adapters/sandbox-env-file.js';
 import { chownSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -51,6 +52,8 @@ export interface TestAgentOptions {
   readonly revocations?: RevocationList;
   /** The operator's bearer for GET /metrics (AGENT_METRICS_TOKEN); none by default. */
   readonly metricsToken?: string;
+  /** The client policy's injected variables (AGENT_SANDBOX_ENV_FILE); none by default. */
+  readonly sandboxEnv?: SandboxEnvironment;
   /** Another authenticator than the offline JWT one (opaque tokens, D20), given the agent's key and id. */
   readonly authenticator?: (agent: {
     keys: KeySource;
@@ -100,6 +103,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
       }),
     metrics,
     metricsToken: options.metricsToken,
+    sandboxEnv: options.sandboxEnv,
   };
   const running = await startAgentServer(ctx, options.features?.(ctx) ?? [], {
     host: '127.0.0.1',

@@ -58,6 +58,7 @@ export async function runCode(
     {
       argv: command.argv,
       env: CODE_ENVIRONMENT,
+      pure: true,
       stdin: command.stdin,
       timeoutMs: run.timeoutMs,
       transform: {

@@ -10,6 +10,8 @@ export interface CommandRequest {
   readonly cmd?: string | undefined;
   readonly cwd?: string | undefined;
   readonly env?: Readonly<Record<string, string>> | undefined;
+  /** execute_code: pure compute, without the client policy's injected variables. */
+  readonly pure?: boolean | undefined;
 }
 
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -34,9 +36,14 @@ export function programOf(request: CommandRequest): { readonly file: string; rea
 }
 
 /** Resolves the working directory and environment of a request into what the launcher plans from. */
-export async function launchSpecOf(workspace: PathGuard, request: CommandRequest): Promise<LaunchSpec> {
+export async function launchSpecOf(
+  workspace: PathGuard,
+  request: CommandRequest,
+  injected: Readonly<Record<string, string>> = {},
+): Promise<LaunchSpec> {
   const cwd = await resolveWorkingDirectory(workspace, request.cwd);
-  return { ...programOf(request), cwd, env: childEnvironment(workspace.sandboxRoot, request.env) };
+  const env = childEnvironment(workspace.sandboxRoot, request.env, request.pure === true ? {} : injected);
+  return { ...programOf(request), cwd, env };
 }
 
 /** The first of `names` found as an executable on the children's default PATH. */

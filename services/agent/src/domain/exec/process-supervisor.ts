@@ -14,6 +14,8 @@ export interface ProcessSupervisorOptions {
   readonly maxPendingStdinBytes: number;
   /** The clock of `started_at` in reports; default `Date.now`. */
   readonly now?: () => number;
+  /** The client policy's variables, read at each start (they may change); absent: none. */
+  readonly sandboxEnv?: (() => Readonly<Record<string, string>>) | undefined;
 }
 
 /** A program the supervisor started and that still runs. */
@@ -42,7 +44,7 @@ export class ProcessSupervisor {
   }
 
   async start(request: CommandRequest, onOutput: ProcessGroupOptions['onOutput']): Promise<ProcessGroup> {
-    const spec = await launchSpecOf(this.#options.workspace, request);
+    const spec = await launchSpecOf(this.#options.workspace, request, this.#options.sandboxEnv?.());
     const release = this.#options.slots.acquire();
     let group: ProcessGroup;
     try {

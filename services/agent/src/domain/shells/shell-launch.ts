@@ -19,11 +19,13 @@ export interface ShellEnvironmentBase {
 
 /**
  * Built from nothing: the agent's own environment holds the signing key and never
- * reaches a user process. The client's variables come last and may override.
+ * reaches a user process. The client policy's injected variables (never HOME) come next;
+ * the request's variables come last and may override.
  */
 export function shellEnvironment(
   base: ShellEnvironmentBase,
   requested: Readonly<Record<string, string>> = {},
+  injected: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   return {
     PATH: base.path,
@@ -31,6 +33,7 @@ export function shellEnvironment(
     LANG: base.lang,
     TERM: 'xterm-256color',
     SHELL: base.shell,
+    ...injected,
     ...requested,
   };
 }

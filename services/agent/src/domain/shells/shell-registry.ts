@@ -16,6 +16,8 @@ export interface ShellRegistryDeps {
   readonly launcher: Launcher;
   readonly spawnPty: PtySpawner;
   readonly logger: Logger;
+  /** The client policy's variables, read at each open; absent: none. */
+  readonly sandboxEnv?: (() => Readonly<Record<string, string>>) | undefined;
 }
 
 export interface NewShell {
@@ -88,6 +90,7 @@ export class ShellRegistry {
         shell: this.limits.program.file,
       },
       request.env,
+      this.deps.sandboxEnv?.(),
     );
     const plan = this.deps.launcher.plan({
       file: program.file,

@@ -26,6 +26,7 @@ export function execFeature(ctx: AgentContext, options: ExecOptions = {}): Agent
   const supervisor = new ProcessSupervisor({
     workspace: ctx.workspace,
     launcher: ctx.launcher,
+    sandboxEnv: ctx.sandboxEnv,
     slots: new ProcessSlots(settings.maxConcurrentProcesses),
     drainMs: settings.drainMs,
     maxPendingStdinBytes: settings.maxPendingStdinBytes,

@@ -62,6 +62,7 @@ export function shellsFeature(ctx: AgentContext, options: ShellOptions = {}): Ag
       launcher: ctx.launcher,
       spawnPty: options.spawnPty ?? nodePtySpawner,
       logger: ctx.logger,
+      sandboxEnv: ctx.sandboxEnv,
     },
     resolveShellLimits(options, defaultShellProgram),
     ctx.now,
