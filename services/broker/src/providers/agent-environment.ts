@@ -32,6 +32,7 @@ export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariable
     SANDBOX_ID: record.sandboxId,
     SANDBOX_SIGNING_KEY_FILE: paths.keyFile,
     SANDBOX_TOKEN_ISSUER: record.tokenIssuer,
+    AGENT_SANDBOX_ENV_FILE: paths.envFile,
     WORKSPACE_ROOT: paths.workspace,
     HOST: '127.0.0.1',
     PORT: '0',

@@ -99,6 +99,7 @@ export class LocalProvider implements SandboxProvider {
       tenantId: spec.tenantId,
       tokenIssuer: spec.tokenIssuer,
       network: spec.network,
+      ...(spec.environment === undefined ? {} : { environment: { ...spec.environment } }),
       limits: spec.limits ?? DEFAULT_SANDBOX_LIMITS,
     };
     return this.#queue.run(spec.sandboxId, async () => {

@@ -10,12 +10,15 @@ import { SandboxLimits } from './sandbox-limits.js';
  *   <dataDir>/workspaces/<id>          the workspace (kept by stop, removed by destroy)
  *   <dataDir>/sandboxes/<id>/agent.key the signing key the agent reads (0600, directory 0700)
  *   <dataDir>/sandboxes/<id>/sandbox.json what `start` needs to resume after a broker restart
+ *   <dataDir>/sandboxes/<id>/sandbox-env.json the client policy's variables for user processes
  */
 export interface SandboxPaths {
   readonly workspace: string;
   readonly stateDir: string;
   readonly keyFile: string;
   readonly recordFile: string;
+  /** AGENT_SANDBOX_ENV_FILE: the creating client's variables (an empty object without a client). */
+  readonly envFile: string;
   /** The workspace's volume image, where the host allows one (workspace-volumes.ts). */
   readonly volumeFile: string;
 }
@@ -29,6 +32,8 @@ const SandboxRecord = z.object({
   /** The host user its processes run as (a root broker gives every sandbox its own). */
   hostUid: z.number().int().positive().optional(),
   limits: SandboxLimits.optional(),
+  /** The creating client's variables (docs/protocol.md#callers-and-caller-scopes), written to `envFile`. */
+  environment: z.record(z.string(), z.string()).optional(),
   /** Its workspace is a volume image (workspace-volumes.ts): resuming without the image must fail. */
   volume: z.boolean().optional(),
 });
@@ -41,6 +46,7 @@ export function sandboxPaths(dataDir: string, sandboxId: string): SandboxPaths {
     stateDir,
     keyFile: path.join(stateDir, 'agent.key'),
     recordFile: path.join(stateDir, 'sandbox.json'),
+    envFile: path.join(stateDir, 'sandbox-env.json'),
     volumeFile: path.join(stateDir, 'workspace.img'),
   };
 }
@@ -62,6 +68,7 @@ export async function writeSandboxFiles(
   await mkdir(paths.stateDir, { mode: 0o700 });
   await writeFile(paths.keyFile, key.toBase64url(), { mode: 0o600, flag: 'wx' });
   await writeFile(paths.recordFile, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
+  await writeFile(paths.envFile, JSON.stringify(record.environment ?? {}), { mode: 0o600, flag: 'wx' });
   await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
   if (record.hostUid !== undefined) await chown(paths.workspace, record.hostUid, record.hostUid);
 }

@@ -136,6 +136,26 @@ describe('one sandbox, one view: the same world through every door (bubblewrap)'
     }
   });
 
+  it("gives every door the creating client's variables, and a sandbox without a client none", async () => {
+    const spec = contractSpec({
+      network: 'off',
+      environment: { ANTHROPIC_BASE_URL: 'http://127.0.0.1:9000' },
+    });
+    const c: Door = { spec, dataplane: (await kit.provider.create(spec)).dataplane };
+    expect((await exec(c, 'echo "exec:$ANTHROPIC_BASE_URL"')).stdout).toBe('exec:http://127.0.0.1:9000\n');
+    expect(await shellRunning(c, 'echo "shell:$ANTHROPIC_BASE_URL"')).toContain(
+      'shell:http://127.0.0.1:9000',
+    );
+    await background(c, 'echo "bg:$ANTHROPIC_BASE_URL" > bg-env.txt', {});
+    await until(
+      async () => (await exec(c, 'cat bg-env.txt 2>/dev/null').catch(() => ({ stdout: '' }))).stdout !== '',
+      'the background write',
+    );
+    expect((await exec(c, 'cat bg-env.txt')).stdout).toBe('bg:http://127.0.0.1:9000\n');
+    expect((await exec(a, 'echo "none:${ANTHROPIC_BASE_URL:-unset}"')).stdout).toBe('none:unset\n');
+    await kit.provider.destroy(spec.sandboxId);
+  });
+
   it('keeps /tmp and HOME across commands and doors: a user-installed module imports later', async () => {
     await exec(a, 'echo scratch > /tmp/scratch.txt');
     const site = (await exec(a, 'python3 -m site --user-site')).stdout.trim();
