@@ -8,6 +8,7 @@ import type { Express } from 'express';
 import { AuditTrail } from './domain/audit/audit-trail.js';
 import { ensureGeneratedAdminKey, importBootstrapKey } from './domain/auth/bootstrap.js';
 import type { IdempotencySettings } from './domain/idempotency/idempotency-guard.js';
+import { announceKeyRotation, forgetRotatedKeys } from './domain/keys/key-rotation-notices.js';
 import { KeyVault } from './domain/keys/key-vault.js';
 import { createAgentExitHandler } from './domain/lifecycle/agent-exit-handler.js';
 import { createInstancePresence } from './domain/lifecycle/instance-presence.js';
@@ -102,8 +103,10 @@ export async function assembleBroker(
     settings.sessions?.tokenIssuer ?? DEFAULT_SESSION_SETTINGS.tokenIssuer,
     clock,
   );
+  const keyNotices = await forgetRotatedKeys(coordination, vault, logger);
   const service = createSessionService({
     sidecarTokens,
+    announceKeyRotation: announceKeyRotation(coordination),
     repositories,
     provider,
     vault,
@@ -188,6 +191,7 @@ export async function assembleBroker(
   const close = (): Promise<void> => {
     closing ??= (async () => {
       routing.close();
+      await keyNotices().catch(() => undefined);
       await loops.stop();
       await agentExit.drain();
       await provider.close();

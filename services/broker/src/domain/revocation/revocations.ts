@@ -36,6 +36,8 @@ export interface RevocationDeps {
   readonly vault: Pick<KeyVault, 'sealSigningKey' | 'forget'>;
   readonly audit: AuditTrail;
   readonly now: () => number;
+  /** Tells the other broker instances to drop their cached copy of a rotated key. */
+  readonly announceRotation?: ((sandboxId: string) => Promise<void>) | undefined;
 }
 
 /** A sandbox that is gone has no agent left to refuse anything: nothing to tell. */
@@ -128,6 +130,8 @@ export class Revocations {
       vault.forget(sandboxId); // sealing cached the new key: the stored one is still the old
       throw err;
     }
+    // Before the agent learns the new key: no instance should mint with the old one past that.
+    await this.deps.announceRotation?.(sandboxId);
     await store.markRevoked({ sandboxId }, new Date(now()));
     await provider.rotateKey(sandboxId, key);
     await provider.revoke(sandboxId, { jtis: [], notBefore: new Date(now()) });

@@ -48,6 +48,8 @@ export interface SessionServiceDeps {
   readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
   /** Signs client sidecars' pod-scoped JWTs (absent: no sidecar is ever asked for). */
   readonly sidecarTokens?: SidecarTokenMinter | undefined;
+  /** Tells the other broker instances a sandbox's key was rotated (key-rotation-notices.ts). */
+  readonly announceKeyRotation?: ((sandboxId: string) => Promise<void>) | undefined;
 }
 
 export interface SessionService {
@@ -126,6 +128,7 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
       vault,
       audit,
       now,
+      announceRotation: deps.announceKeyRotation,
     }),
   };
   return Object.freeze(service);
