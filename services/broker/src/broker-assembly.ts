@@ -26,6 +26,7 @@ import { createRepositories, type Repositories } from './store/index.js';
 import { ReaperRepository } from './store/reaper-repository.js';
 import type { BrokerAdapters } from './broker-adapters.js';
 import { startBrokerLoops } from './broker-loops.js';
+import { openWarmPool } from './broker-warm-pool.js';
 import { brokerObservability } from './broker-observability.js';
 import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.js';
 import { brokerRoutes } from './broker-routes.js';
@@ -58,6 +59,8 @@ export interface BrokerSettings {
   readonly usageCollectIntervalMs?: number | undefined;
   /** The reconciler's period and this instance's presence TTL (defaults 60 s and 15 s). */
   readonly reconciler?: { readonly intervalMs?: number; readonly presenceTtlMs?: number } | undefined;
+  /** Sandboxes this instance keeps warm (default 0: none). */
+  readonly warmPoolSize?: number | undefined;
   /** execute_code: the address-space limit of one run, and how agents are reached (tests). */
   readonly executeCode?: { readonly memoryLimitMb?: number; readonly runner?: CodeRunner } | undefined;
 }
@@ -98,13 +101,20 @@ export async function assembleBroker(
   adapters.agentExits?.connect(agentExit.listener);
   const { metrics, probes } = brokerObservability(adapters);
   const audit = new AuditTrail(repositories.journal, logger, metrics);
-  const sidecarTokens = createSidecarTokenMinter(
-    adapters.masterKey,
-    settings.sessions?.tokenIssuer ?? DEFAULT_SESSION_SETTINGS.tokenIssuer,
-    clock,
-  );
+  const tokenIssuer = settings.sessions?.tokenIssuer ?? DEFAULT_SESSION_SETTINGS.tokenIssuer;
+  const sidecarTokens = createSidecarTokenMinter(adapters.masterKey, tokenIssuer, clock);
   const keyNotices = await forgetRotatedKeys(coordination, vault, logger);
+  const warm = await openWarmPool({
+    size: settings.warmPoolSize,
+    provider,
+    repositories,
+    vault,
+    hostInstance: presence.instanceId,
+    tokenIssuer,
+    logger,
+  });
   const service = createSessionService({
+    warm,
     sidecarTokens,
     announceKeyRotation: announceKeyRotation(coordination),
     repositories,
@@ -157,7 +167,17 @@ export async function assembleBroker(
 
   // Before the first request: agents that died with the previous broker process are recorded as such.
   await presence.start();
-  await reconcileAtStartup({ repository: reaperRepository, provider, coordination, clock, logger, presence });
+  const warmRows = repositories.warmPool;
+  await reconcileAtStartup({
+    repository: reaperRepository,
+    provider,
+    coordination,
+    clock,
+    logger,
+    presence,
+    warm: warmRows,
+  });
+  warm?.pool.start();
 
   const loops = startBrokerLoops({
     repositories,
@@ -171,6 +191,7 @@ export async function assembleBroker(
     metrics,
     usageCollectIntervalMs: settings.usageCollectIntervalMs,
     presence,
+    warm: warmRows,
     reconcileIntervalMs: settings.reconciler?.intervalMs,
   });
 
@@ -193,6 +214,7 @@ export async function assembleBroker(
       routing.close();
       await keyNotices().catch(() => undefined);
       await loops.stop();
+      await warm?.pool.stop();
       await agentExit.drain();
       await provider.close();
       // Only now may other instances take over this one's sandboxes: its agents have ended.

@@ -11,6 +11,7 @@ import { createReconciler, type Reconciler } from './domain/lifecycle/reconciler
 import type { SandboxProvider } from './providers/provider.js';
 import type { Repositories } from './store/index.js';
 import type { ReaperRepository } from './store/reaper-repository.js';
+import type { WarmPoolRepository } from './store/warm-pool-repository.js';
 
 export const IDEMPOTENCY_PURGE_MS = 10 * 60_000;
 
@@ -36,6 +37,8 @@ export interface BrokerLoopsDeps {
   readonly presence?: InstancePresence | undefined;
   /** Between two reconciler rounds; default 60 s. */
   readonly reconcileIntervalMs?: number | undefined;
+  /** Warm pools' sandboxes, which the reconciler must not take for orphans. */
+  readonly warm?: Pick<WarmPoolRepository, 'listAll' | 'remove'> | undefined;
 }
 
 function countRound(metrics: Pick<BrokerMetrics, 'reaped'>, report: ReaperReport): void {
@@ -81,6 +84,7 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
     clock: deps.clock,
     logger,
     presence: deps.presence,
+    warm: deps.warm,
     intervalMs: deps.reconcileIntervalMs,
   });
   let purge: NodeJS.Timeout | undefined;

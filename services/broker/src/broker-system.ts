@@ -43,6 +43,7 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
     metricsToken: config.metricsToken,
     usageCollectIntervalMs: config.usageCollectIntervalMs,
     reconciler: config.reconciler,
+    warmPoolSize: config.warmPoolSize,
     dataplaneRelay: config.dataplaneRelay,
     ...(config.executeCodeMemoryMb === undefined
       ? {}

@@ -85,6 +85,8 @@ const BrokerEnv = z.object({
   // instance that stopped renewing its presence counts as alive.
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
   BROKER_PRESENCE_TTL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000),
+  // Warm pool (docs/warm-pools.md): sandboxes each broker instance keeps ready; 0 turns it off.
+  WARM_POOL_SIZE: z.coerce.number().int().min(0).max(1000).default(0),
   // Address-space limit of one execute_code run (docs/execute-code.md "Limits").
   EXECUTE_CODE_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
   // Relay mode (docs/sandboxes.md): every data-plane route through the broker.
@@ -142,6 +144,8 @@ export interface BrokerConfig {
   readonly authFailuresPerMinute?: number;
   /** Between two reads of the agents' usage counters (absent: 60 s). */
   readonly usageCollectIntervalMs?: number;
+  /** Sandboxes of the default template this instance keeps ready (absent: 0, no pool). */
+  readonly warmPoolSize?: number;
   /** Between two reconciler rounds, and this instance's presence TTL (absent: 60 s, 15 s). */
   readonly reconciler?: { readonly intervalMs: number; readonly presenceTtlMs: number };
   /** execute_code's per-run memory limit, MiB (absent: 512). */
@@ -244,6 +248,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
     reconciler: { intervalMs: e.RECONCILE_INTERVAL_MS, presenceTtlMs: e.BROKER_PRESENCE_TTL_MS },
+    warmPoolSize: e.WARM_POOL_SIZE,
     executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
     dataplaneRelay:
       e.DATAPLANE_RELAY === 'on' && e.BROKER_PUBLIC_URL !== undefined

@@ -13,6 +13,7 @@ import {
   type Revocation,
   type SandboxProvider,
   type SandboxSpec,
+  type WarmClaim,
 } from './provider.js';
 import { SerialQueue } from './serial-queue.js';
 
@@ -59,6 +60,8 @@ export class FakeProvider implements SandboxProvider {
   )[] = [];
   /** What `inspect` answers for a running sandbox (nothing by default): set it per sandbox. */
   readonly reports = new Map<string, AgentReport>();
+  /** What each warm sandbox was handed when claimed. */
+  readonly claims = new Map<string, WarmClaim>();
   #nextHost = 1;
   #closed = false;
 
@@ -191,6 +194,12 @@ export class FakeProvider implements SandboxProvider {
     assertSandboxId(sandboxId);
     this.#existing(sandboxId);
     this.revocations.push({ kind: 'revoke', sandboxId, revocation });
+  }
+
+  async claim(sandboxId: string, claim: WarmClaim): Promise<void> {
+    assertSandboxId(sandboxId);
+    this.#existing(sandboxId);
+    this.claims.set(sandboxId, claim);
   }
 
   async rotateKey(sandboxId: string, key: SigningKey): Promise<void> {

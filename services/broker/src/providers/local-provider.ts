@@ -3,7 +3,8 @@ import type { SigningKey } from '@sbx/tokens';
 import { readinessBearer, spawnSandboxAgent, workspacePathOf } from './agent-launch.js';
 import { inspectAgent } from './agent-inspection.js';
 import { keptSandboxRecord } from './kept-workspace.js';
-import type { AgentExit, AgentProcess } from './agent-process.js';
+import type { AgentExit } from './agent-process.js';
+import type { LiveAgent } from './live-agent.js';
 import {
   beforeDeadline,
   dataplaneOf,
@@ -29,6 +30,7 @@ import {
   type Revocation,
   type SandboxProvider,
   type SandboxSpec,
+  type WarmClaim,
 } from './provider.js';
 import {
   existingSandboxPaths,
@@ -41,21 +43,10 @@ import {
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
 import { prepareSandbox, removeSandbox } from './sandbox-preparation.js';
-import { addRevocations, replaceKeyFile } from './revocation-file.js';
+import { addRevocations, replaceFile, replaceKeyFile } from './revocation-file.js';
 import { SerialQueue } from './serial-queue.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
-
-interface LiveAgent {
-  readonly agent: AgentProcess;
-  readonly paths: SandboxPaths;
-  readonly record: SandboxRecord;
-  /** A fresh token for the broker's own health probe of this agent. */
-  bearer: (() => string) | undefined;
-  dataplane: Dataplane | undefined;
-  /** Set when the provider itself ends the agent, so its exit is not reported as a crash. */
-  expectedExit: boolean;
-}
 
 /**
  * One agent process per sandbox on this host (docs/security.md). The agent runs outside the sandbox (it
@@ -186,6 +177,11 @@ export class LocalProvider implements SandboxProvider {
   }
 
   /** Replaces `agent.key`; the agent reads it now when `revoke({notBefore})` follows, else within its check. */
+  async claim(sandboxId: string, claim: WarmClaim): Promise<void> {
+    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
+    await replaceFile(paths.envFile, JSON.stringify(claim.environment));
+  }
+
   async rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
     assertSandboxId(sandboxId);
     const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);

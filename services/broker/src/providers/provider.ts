@@ -25,6 +25,12 @@ export interface SandboxSpec {
   readonly sidecar?: SidecarSpec;
 }
 
+export interface WarmClaim {
+  readonly tenantId: string;
+  /** The creating client's variables (SandboxSpec.environment); empty without a client. */
+  readonly environment: Readonly<Record<string, string>>;
+}
+
 /** A container run next to the agent, sharing its network, holding a credential the user code never sees. */
 export interface SidecarSpec {
   readonly image: string;
@@ -98,6 +104,12 @@ export interface SandboxProvider {
    * WebSockets included, running or not (a stopped agent reads the list when it starts).
    */
   revoke(sandboxId: string, revocation: Revocation): Promise<void>;
+  /**
+   * Hands a warm sandbox (made ahead for nobody, docs/warm-pools.md) to its claimant: the
+   * client's variables reach the next user process, without restarting the agent. Absent:
+   * the provider keeps no warm pools.
+   */
+  claim?(sandboxId: string, claim: WarmClaim): Promise<void>;
   /** Replaces the sandbox's key; followed by `revoke({notBefore})` the old key gets no grace. */
   rotateKey(sandboxId: string, key: SigningKey): Promise<void>;
   /** Broker shutdown: ends every agent this provider started; later calls are refused. */

@@ -18,7 +18,7 @@ const RevocationFile = z.object({
 });
 type RevocationFile = z.infer<typeof RevocationFile>;
 
-async function replaceFile(file: string, text: string): Promise<void> {
+export async function replaceFile(file: string, text: string): Promise<void> {
   const scratch = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}`);
   try {
     await writeFile(scratch, text, { mode: 0o600, flag: 'wx' });

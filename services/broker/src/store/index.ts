@@ -14,6 +14,7 @@ import { SessionBindingRepository } from './session-binding-repository.js';
 import { SessionTransactions } from './session-transactions.js';
 import { TokenIssuanceRepository } from './token-issuance-repository.js';
 import { UsageCounterRepository } from './usage-counter-repository.js';
+import { WarmPoolRepository } from './warm-pool-repository.js';
 
 export * from './api-key-repository.js';
 export * from './audit-repository.js';
@@ -30,6 +31,7 @@ export * from './session-binding-repository.js';
 export * from './session-transactions.js';
 export * from './token-issuance-repository.js';
 export * from './usage-counter-repository.js';
+export * from './warm-pool-repository.js';
 export { applyMigrations, diffSql, MIGRATIONS_DIR, SCHEMA_PATH, type DiffSource } from './schema-engine.js';
 
 export interface Repositories {
@@ -50,6 +52,7 @@ export interface Repositories {
   readonly invocations: InvocationRepository;
   /** The agents' usage counters and their per-day sums (docs/admin.md, "Usage"). */
   readonly usageCounters: UsageCounterRepository;
+  readonly warmPool: WarmPoolRepository;
 }
 
 export interface RepositoryOptions {
@@ -75,5 +78,6 @@ export function createRepositories(prisma: PrismaClient, options: RepositoryOpti
     executeCodeQuota: new ExecuteCodeQuotaRepository(prisma),
     invocations: new InvocationRepository(prisma),
     usageCounters: new UsageCounterRepository(prisma),
+    warmPool: new WarmPoolRepository(prisma),
   };
 }

@@ -11,9 +11,9 @@ import type { NewSandbox, SandboxRecord } from './sandbox-repository.js';
 import type { NewSessionBinding, SessionBindingRecord } from './session-binding-repository.js';
 
 /** Bursts of concurrent negotiations queue for connections (pg) or the single session (PGlite). */
-const TX_OPTIONS = { maxWait: 30_000, timeout: 30_000 } as const;
+export const TX_OPTIONS = { maxWait: 30_000, timeout: 30_000 } as const;
 
-const CONSTRAINTS: ConstraintMapping = {
+export const SESSION_CONSTRAINTS: ConstraintMapping = {
   sandbox_one_live_per_scope: { code: 'CONFLICT', message: 'a live sandbox already serves this scope' },
   sandboxes_pkey: { code: 'CONFLICT', message: 'a sandbox with this id already exists' },
   binding_one_live_per_scope_actor: {
@@ -38,7 +38,7 @@ export interface ReleaseOutcome {
 
 type Tx = Prisma.TransactionClient;
 
-function bindingData(input: NewSessionBinding): Prisma.SessionBindingUncheckedCreateInput {
+export function bindingData(input: NewSessionBinding): Prisma.SessionBindingUncheckedCreateInput {
   return { ...input, clientId: input.clientId ?? null, capabilities: [...input.capabilities] };
 }
 
@@ -80,7 +80,7 @@ export class SessionTransactions {
           });
           return { sandbox: created, binding: bound };
         }, TX_OPTIONS),
-      CONSTRAINTS,
+      SESSION_CONSTRAINTS,
     );
   }
 
@@ -96,7 +96,7 @@ export class SessionTransactions {
           if ((await lockSandbox(tx, input.sandboxId, 'share')) !== true) return null;
           return tx.sessionBinding.create({ data: bindingData(input) });
         }, TX_OPTIONS),
-      CONSTRAINTS,
+      SESSION_CONSTRAINTS,
     );
   }
 

@@ -59,6 +59,8 @@ export interface BrokerHarnessOptions<P extends SandboxProvider> {
   readonly clock?: () => number;
   /** Relay mode (DATAPLANE_RELAY=on) at this harness's own address. */
   readonly dataplaneRelay?: boolean;
+  /** Sandboxes kept warm by this instance (WARM_POOL_SIZE; default none). */
+  readonly warmPoolSize?: number;
   /** execute_code's memory limit and agent client (BrokerSettings). */
   readonly executeCode?: BrokerSettings['executeCode'];
   /** Default: debug level, captured into `logs`. */
@@ -164,6 +166,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
         idempotency: options.idempotency,
         loops: options.loops,
         executeCode: options.executeCode,
+        warmPoolSize: options.warmPoolSize,
         ...(options.dataplaneRelay === true
           ? { dataplaneRelay: { publicUrl: `http://127.0.0.1:${port}` } }
           : {}),

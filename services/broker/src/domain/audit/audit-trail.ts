@@ -20,6 +20,7 @@ export const AUDIT_ACTIONS = [
   'token.revoke',
   'sandbox.provisioning',
   'sandbox.active',
+  'sandbox.claimed',
   'sandbox.resumed',
   'sandbox.failed',
   'sandbox.terminated',

@@ -10,18 +10,23 @@ import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
 import type { ReaperRepository } from '../../store/reaper-repository.js';
+import type { WarmPoolRepository } from '../../store/warm-pool-repository.js';
+import type { InstancePresence } from './instance-presence.js';
 import { forEachLimited } from './for-each-limited.js';
 import { sandboxLockKey } from './sandbox-lock.js';
 import { withDeadline } from './with-deadline.js';
 
 export interface OrphanSweepDeps {
   readonly repository: Pick<ReaperRepository, 'statesOf'>;
-  readonly provider: Pick<SandboxProvider, 'list' | 'destroy'>;
+  readonly provider: Pick<SandboxProvider, 'name' | 'list' | 'destroy'>;
   readonly coordination: Pick<Coordination, 'acquireLock'>;
   readonly logger: Logger;
   readonly providerTimeoutMs: number;
   readonly lockTtlMs: number;
   readonly concurrency: number;
+  /** Warm pools' sandboxes have no row in `sandboxes` but are not orphans while their host lives. */
+  readonly warm?: Pick<WarmPoolRepository, 'listAll' | 'remove'> | undefined;
+  readonly presence?: Pick<InstancePresence, 'isAlive'> | undefined;
 }
 
 export interface OrphanSweepReport {
@@ -32,12 +37,28 @@ export interface OrphanSweepReport {
 
 const ORPHAN_ROW_STATES: ReadonlySet<SandboxState> = new Set(['terminated']);
 
+/**
+ * The warm sandboxes whose host instance lives. Those of a dead instance lose their row
+ * here (a local agent died with its broker; nobody else may claim them) and are then
+ * destroyed as orphans.
+ */
+async function warmOfLiveHosts(deps: OrphanSweepDeps): Promise<Set<string>> {
+  const rows = (await deps.warm?.listAll(deps.provider.name)) ?? [];
+  const live = new Set<string>();
+  for (const row of rows) {
+    if (deps.presence === undefined || (await deps.presence.isAlive(row.hostInstance))) live.add(row.id);
+    else await deps.warm?.remove(row.id);
+  }
+  return live;
+}
+
 export async function sweepOrphans(deps: OrphanSweepDeps): Promise<OrphanSweepReport> {
   const held = await withDeadline(deps.provider.list(), deps.providerTimeoutMs, 'provider list');
+  const warm = await warmOfLiveHosts(deps);
   const states = await deps.repository.statesOf(held);
   const orphans = held.filter((id) => {
     const state = states.get(id);
-    return state === undefined || ORPHAN_ROW_STATES.has(state);
+    return (state === undefined && !warm.has(id)) || (state !== undefined && ORPHAN_ROW_STATES.has(state));
   });
   const destroyed: string[] = [];
   const failures: string[] = [];

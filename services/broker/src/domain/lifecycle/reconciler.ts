@@ -10,6 +10,7 @@ import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { SandboxProvider } from '../../providers/provider.js';
 import type { ReaperRepository } from '../../store/reaper-repository.js';
+import type { WarmPoolRepository } from '../../store/warm-pool-repository.js';
 import type { InstancePresence } from './instance-presence.js';
 import { reconcileAtStartup, type StartupReconcileReport } from './startup-reconcile.js';
 
@@ -24,6 +25,7 @@ export interface ReconcilerDeps {
   readonly logger: Logger;
   readonly presence?: Pick<InstancePresence, 'instanceId' | 'isAlive'> | undefined;
   readonly intervalMs?: number | undefined;
+  readonly warm?: Pick<WarmPoolRepository, 'listAll' | 'remove'> | undefined;
 }
 
 export interface Reconciler {

@@ -18,6 +18,7 @@ import type { PagedSandbox, ReaperRepository, SandboxCursor } from '../../store/
 import { forEachLimited } from './for-each-limited.js';
 import type { InstancePresence } from './instance-presence.js';
 import { sweepOrphans } from './orphan-sweep.js';
+import type { WarmPoolRepository } from '../../store/warm-pool-repository.js';
 import { resolveLifecycleTimers, type LifecycleTimerOptions } from './lifecycle-settings.js';
 import type { StateChangeReport } from './reap-sandbox.js';
 import { reconcileSandbox, type ReconcileFailure } from './reconcile-sandbox.js';
@@ -50,6 +51,8 @@ export interface StartupReconcileDeps extends Pick<
   readonly presence?: Pick<InstancePresence, 'instanceId' | 'isAlive'> | undefined;
   /** Default 'startup'. */
   readonly trigger?: 'startup' | 'periodic';
+  /** Warm pools' sandboxes (no `sandboxes` row): kept while their host lives (orphan-sweep.ts). */
+  readonly warm?: Pick<WarmPoolRepository, 'listAll' | 'remove'> | undefined;
 }
 
 export interface StartupReconcileReport {

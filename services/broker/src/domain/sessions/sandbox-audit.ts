@@ -5,6 +5,7 @@ import type { AuditContext, AuditTrail } from '../audit/audit-trail.js';
 export type SandboxAuditAction =
   | 'sandbox.provisioning'
   | 'sandbox.active'
+  | 'sandbox.claimed'
   | 'sandbox.resumed'
   | 'sandbox.failed'
   | 'sandbox.terminated'

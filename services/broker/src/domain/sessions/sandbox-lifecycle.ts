@@ -13,6 +13,7 @@
 import type { ResolvedClientPolicy } from '../auth/client-policy.js';
 import type { SidecarTokenMinter } from '../tokens/sidecar-tokens.js';
 import { clientParts } from './sandbox-client-parts.js';
+import { claimWarm, type WarmClaimDeps } from '../pools/warm-claim.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
@@ -52,6 +53,8 @@ export interface SandboxLifecycleDeps {
   readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
   /** Signs the pod-scoped JWT of a client's credential sidecar; absent: sidecars are not asked for. */
   readonly sidecarTokens?: SidecarTokenMinter | undefined;
+  /** This instance's warm pool; absent: every sandbox starts cold. */
+  readonly warm?: WarmClaimDeps | undefined;
 }
 
 export type CreatorBinding = Omit<NewSessionBinding, 'sandboxId'>;
@@ -75,6 +78,11 @@ export class SandboxLifecycle {
     policy: EffectivePolicy,
     client?: ResolvedClientPolicy,
   ): Promise<Acquired | null> {
+    if (this.deps.warm !== undefined) {
+      const claimed = await claimWarm(this.deps.warm, { context, scope, binding, policy, client });
+      if (claimed === 'scope-taken') return null;
+      if (claimed !== 'none') return claimed;
+    }
     const id = newSandboxId();
     // A fresh id: the lock is free; holding it keeps the reaper away while the provider works.
     const run = await this.deps.locks.run(id, 0, () =>

@@ -52,13 +52,23 @@ export async function effectivePolicy(
         : stored.maxTokenTtlSeconds,
     environment: stored.environment,
     allowedCapabilities: capabilityCeiling(stored.allowedCapabilities),
-    limits: {
-      maxProcesses: stored.maxProcesses,
-      memoryBytes: stored.maxMemoryMb * MIB,
-      cpuMillicores: stored.cpuMillicores,
-      maxFileBytes: stored.maxFileSizeMb * MIB,
-      diskBytes: stored.maxDiskMb * MIB,
-    },
+    limits: limitsOf(stored),
+  };
+}
+
+/** What each sandbox of a tenant with this stored policy may use. */
+export function limitsOf(
+  stored: Pick<
+    TenantPolicyRecord,
+    'maxProcesses' | 'maxMemoryMb' | 'cpuMillicores' | 'maxFileSizeMb' | 'maxDiskMb'
+  >,
+): SandboxLimits {
+  return {
+    maxProcesses: stored.maxProcesses,
+    memoryBytes: stored.maxMemoryMb * MIB,
+    cpuMillicores: stored.cpuMillicores,
+    maxFileBytes: stored.maxFileSizeMb * MIB,
+    diskBytes: stored.maxDiskMb * MIB,
   };
 }
 

@@ -1,6 +1,8 @@
 // One service behind three route families (MVP sessions, full sessions,
 // thread routes): they differ in shapes, not in behaviour. The service speaks
 // bindings (BINDING_* errors); the MVP routes rename those at the HTTP edge.
+import type { WarmPool } from '../pools/warm-pool.js';
+import type { WarmPoolRepository } from '../../store/warm-pool-repository.js';
 import type { SidecarTokenMinter } from '../tokens/sidecar-tokens.js';
 import type { NegotiateRequest } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
@@ -48,6 +50,8 @@ export interface SessionServiceDeps {
   readonly metrics?: Pick<BrokerMetrics, 'provisioned'> | undefined;
   /** Signs client sidecars' pod-scoped JWTs (absent: no sidecar is ever asked for). */
   readonly sidecarTokens?: SidecarTokenMinter | undefined;
+  /** This instance's warm pool (docs/warm-pools.md); absent: every sandbox starts cold. */
+  readonly warm?: { readonly pool: WarmPool; readonly repository: WarmPoolRepository } | undefined;
   /** Tells the other broker instances a sandbox's key was rotated (key-rotation-notices.ts). */
   readonly announceKeyRotation?: ((sandboxId: string) => Promise<void>) | undefined;
 }
@@ -93,6 +97,10 @@ export function createSessionService(deps: SessionServiceDeps): SessionService {
     now,
     metrics: deps.metrics,
     sidecarTokens: deps.sidecarTokens,
+    warm:
+      deps.warm === undefined
+        ? undefined
+        : { ...deps.warm, provider, transactions: repositories.sessionTransactions, audit, logger, now },
   });
   const tokens = new SessionTokens({
     vault,

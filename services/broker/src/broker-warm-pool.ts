@@ -1,0 +1,50 @@
+// This instance's warm pool (docs/warm-pools.md), when WARM_POOL_SIZE asks for one and
+// the provider can hand a warm sandbox to its claimant: sandboxes of the default
+// template on the default-public network, with the limits of a tenant without a
+// policy of its own (a tenant with other limits or internal-only gets cold starts).
+import type { Logger } from '@sbx/service-kit';
+import type { KeyVault } from './domain/keys/key-vault.js';
+import { createWarmPool, WARM_TENANT, type WarmPool } from './domain/pools/warm-pool.js';
+import { limitsOf } from './domain/sessions/session-policy.js';
+import type { SandboxProvider } from './providers/provider.js';
+import type { Repositories } from './store/index.js';
+import type { WarmPoolRepository } from './store/warm-pool-repository.js';
+
+export interface WarmPoolSetup {
+  readonly size: number | undefined;
+  readonly provider: SandboxProvider;
+  readonly repositories: Pick<Repositories, 'warmPool' | 'policies'>;
+  readonly vault: KeyVault;
+  readonly hostInstance: string;
+  readonly tokenIssuer: string;
+  readonly logger: Logger;
+}
+
+export async function openWarmPool(
+  setup: WarmPoolSetup,
+): Promise<{ readonly pool: WarmPool; readonly repository: WarmPoolRepository } | undefined> {
+  const { size, provider, logger } = setup;
+  if (size === undefined || size === 0) return undefined;
+  if (provider.claim === undefined) {
+    logger.warn({ provider: provider.name }, 'WARM_POOL_SIZE is ignored: this provider keeps no warm pools');
+    return undefined;
+  }
+  // No tenant has this id: the store's built-in policy, which every tenant without a row gets.
+  const defaults = await setup.repositories.policies.getTenantPolicy(WARM_TENANT);
+  const pool = createWarmPool({
+    repository: setup.repositories.warmPool,
+    provider,
+    vault: setup.vault,
+    kind: {
+      hostInstance: setup.hostInstance,
+      provider: provider.name,
+      template: 'default',
+      environment: 'default_public',
+    },
+    size,
+    limits: limitsOf(defaults),
+    tokenIssuer: setup.tokenIssuer,
+    logger,
+  });
+  return { pool, repository: setup.repositories.warmPool };
+}

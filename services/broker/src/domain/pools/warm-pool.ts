@@ -1,0 +1,127 @@
+// A warm pool (docs/warm-pools.md): `size` sandboxes of the default template made ahead
+// by this broker instance, so an ensure on a new scope claims one instead of waiting for
+// a cold start. The pool refills in the background after each claim and every
+// `refillIntervalMs`. Warm sandboxes are this instance's alone (a local agent lives and
+// dies with the broker that started it); on shutdown they are destroyed.
+import type { Logger } from '@sbx/service-kit';
+import { SigningKey } from '@sbx/tokens';
+import type { SandboxProvider } from '../../providers/provider.js';
+import type { SandboxLimits } from '../../providers/sandbox-limits.js';
+import type { WarmKind, WarmPoolRepository } from '../../store/warm-pool-repository.js';
+import type { KeyVault } from '../keys/key-vault.js';
+import { newSandboxId } from '../sessions/session-ids.js';
+
+export const WARM_TENANT = 'sbx-warm-pool';
+
+export interface WarmPoolDeps {
+  readonly repository: Pick<WarmPoolRepository, 'add' | 'count' | 'listAll' | 'remove'>;
+  readonly provider: SandboxProvider;
+  readonly vault: Pick<KeyVault, 'sealSigningKey' | 'forget'>;
+  readonly kind: WarmKind;
+  readonly size: number;
+  /** What every warm sandbox is made with: a claim must want exactly these. */
+  readonly limits: SandboxLimits;
+  readonly tokenIssuer: string;
+  readonly logger: Logger;
+  /** Sandboxes made at once while refilling (default 4). */
+  readonly concurrency?: number;
+  /** Between two refills besides those after claims (default 30 s). */
+  readonly refillIntervalMs?: number;
+}
+
+export interface WarmPool {
+  readonly kind: WarmKind;
+  readonly limits: SandboxLimits;
+  start(): void;
+  /** Makes sandboxes until the pool is full; joins the refill under way. */
+  refill(): Promise<void>;
+  /** Stops refilling and destroys this instance's warm sandboxes. */
+  stop(): Promise<void>;
+}
+
+export function createWarmPool(deps: WarmPoolDeps): WarmPool {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+
+  const makeOne = async (): Promise<void> => {
+    const id = newSandboxId();
+    const key = SigningKey.generate();
+    const network = deps.kind.environment === 'internal_only' ? 'off' : 'on';
+    const up = await deps.provider.create({
+      sandboxId: id,
+      tenantId: WARM_TENANT,
+      signingKey: key,
+      tokenIssuer: deps.tokenIssuer,
+      network,
+      limits: deps.limits,
+      template: deps.kind.template,
+    });
+    try {
+      await deps.repository.add({
+        ...deps.kind,
+        id,
+        providerRef: up.providerRef,
+        httpBaseUrl: up.dataplane.httpBaseUrl,
+        wsBaseUrl: up.dataplane.wsBaseUrl,
+        workspacePath: up.dataplane.workspacePath,
+        signingKeyCipher: deps.vault.sealSigningKey(id, key),
+      });
+    } catch (err) {
+      deps.vault.forget(id);
+      await deps.provider.destroy(id).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const fill = async (): Promise<void> => {
+    const concurrency = deps.concurrency ?? 4;
+    for (;;) {
+      if (stopped) return;
+      const missing = deps.size - (await deps.repository.count(deps.kind));
+      if (missing <= 0) return;
+      const batch = Array.from({ length: Math.min(missing, concurrency) }, () => makeOne());
+      const failed = (await Promise.allSettled(batch)).filter((result) => result.status === 'rejected');
+      if (failed.length > 0) {
+        // The next refill tries again; a provider that fails now would fail in a loop.
+        deps.logger.warn({ err: failed[0]?.reason, failed: failed.length }, 'could not refill the warm pool');
+        return;
+      }
+    }
+  };
+
+  const refill = (): Promise<void> => {
+    running ??= fill().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  return {
+    kind: deps.kind,
+    limits: deps.limits,
+    start() {
+      if (timer !== undefined) return;
+      void refill().catch((err: unknown) => deps.logger.warn({ err }, 'warm pool refill failed'));
+      timer = setInterval(() => {
+        void refill().catch((err: unknown) => deps.logger.warn({ err }, 'warm pool refill failed'));
+      }, deps.refillIntervalMs ?? 30_000);
+      timer.unref();
+    },
+    refill,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running?.catch(() => undefined);
+      const mine = (await deps.repository.listAll(deps.kind.provider)).filter(
+        (row) => row.hostInstance === deps.kind.hostInstance,
+      );
+      await Promise.all(
+        mine.map(async (row) => {
+          if (await deps.repository.remove(row.id))
+            await deps.provider.destroy(row.id).catch(() => undefined);
+        }),
+      );
+    },
+  };
+}

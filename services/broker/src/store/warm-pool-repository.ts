@@ -1,0 +1,110 @@
+// Warm pools' sandboxes (docs/warm-pools.md). A claim takes the oldest warm sandbox of
+// this instance's kind with SKIP LOCKED, so concurrent claims never take the same one
+// and never wait on each other, and records it in `sandboxes` with its creator's
+// binding in the same transaction: a claim that loses its scope to a concurrent create
+// rolls back and the warm sandbox stays in the pool.
+import type { NetworkEnvironment, PrismaClient, WarmSandbox } from './generated/client.js';
+import { guard } from './db-errors.js';
+import type { NewSandbox } from './sandbox-repository.js';
+import type { NewSessionBinding } from './session-binding-repository.js';
+import {
+  bindingData,
+  SESSION_CONSTRAINTS,
+  TX_OPTIONS,
+  type SandboxWithBinding,
+} from './session-transactions.js';
+
+export type WarmSandboxRecord = WarmSandbox;
+export type NewWarmSandbox = Omit<WarmSandbox, 'createdAt'>;
+
+/** Which warm sandboxes a claim may take: this instance's, of one kind. */
+export interface WarmKind {
+  readonly hostInstance: string;
+  readonly provider: string;
+  readonly template: string;
+  readonly environment: NetworkEnvironment;
+}
+
+/** What the claimed sandbox's row gets besides what its warm row had. */
+export type ClaimedSandbox = Omit<
+  NewSandbox,
+  'id' | 'provider' | 'providerRef' | 'environment' | 'httpBaseUrl' | 'wsBaseUrl' | 'signingKeyCipher'
+>;
+
+export class WarmPoolRepository {
+  constructor(private readonly prisma: PrismaClient) {}
+
+  add(row: NewWarmSandbox): Promise<WarmSandboxRecord> {
+    return guard('add a warm sandbox', () => this.prisma.warmSandbox.create({ data: row }));
+  }
+
+  count(kind: WarmKind): Promise<number> {
+    return guard('count warm sandboxes', () => this.prisma.warmSandbox.count({ where: { ...kind } }));
+  }
+
+  /** Every warm sandbox of this provider (the reconciler's view), oldest first. */
+  listAll(provider: string): Promise<WarmSandboxRecord[]> {
+    return guard('list warm sandboxes', () =>
+      this.prisma.warmSandbox.findMany({ where: { provider }, orderBy: { createdAt: 'asc' } }),
+    );
+  }
+
+  /** False when it was claimed or removed meanwhile. */
+  async remove(id: string): Promise<boolean> {
+    const { count } = await guard('remove a warm sandbox', () =>
+      this.prisma.warmSandbox.deleteMany({ where: { id } }),
+    );
+    return count === 1;
+  }
+
+  /**
+   * Takes a warm sandbox of `kind` into `sandbox`'s scope as `active`, with its creator's
+   * binding; null when none is left. CONFLICT when the scope got a live sandbox meanwhile
+   * (the warm sandbox then stays in the pool).
+   */
+  claim(
+    kind: WarmKind,
+    sandbox: ClaimedSandbox,
+    binding: Omit<NewSessionBinding, 'sandboxId'>,
+  ): Promise<(SandboxWithBinding & { readonly warm: WarmSandboxRecord }) | null> {
+    return guard(
+      'claim a warm sandbox',
+      () =>
+        this.prisma.$transaction(async (tx) => {
+          const [warm] = await tx.$queryRaw<WarmSandboxRecord[]>`
+            DELETE FROM warm_sandboxes WHERE id = (
+              SELECT id FROM warm_sandboxes
+              WHERE host_instance = ${kind.hostInstance} AND provider = ${kind.provider}
+                AND template = ${kind.template} AND environment = ${kind.environment}::"NetworkEnvironment"
+              ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+            RETURNING id, provider, template, environment, host_instance AS "hostInstance",
+              provider_ref AS "providerRef", http_base_url AS "httpBaseUrl", ws_base_url AS "wsBaseUrl",
+              workspace_path AS "workspacePath", signing_key_cipher AS "signingKeyCipher",
+              created_at AS "createdAt"`;
+          if (warm === undefined) return null;
+          const created = await tx.sandbox.create({
+            data: {
+              ...sandbox,
+              id: warm.id,
+              provider: warm.provider,
+              providerRef: warm.providerRef,
+              environment: warm.environment,
+              template: warm.template,
+              httpBaseUrl: warm.httpBaseUrl,
+              wsBaseUrl: warm.wsBaseUrl,
+              workspacePath: warm.workspacePath,
+              signingKeyCipher: warm.signingKeyCipher,
+              hostInstance: warm.hostInstance,
+              state: 'active',
+              activeAt: new Date(),
+            },
+          });
+          const bound = await tx.sessionBinding.create({
+            data: bindingData({ ...binding, sandboxId: warm.id }),
+          });
+          return { sandbox: created, binding: bound, warm };
+        }, TX_OPTIONS),
+      SESSION_CONSTRAINTS,
+    );
+  }
+}
