@@ -29,34 +29,44 @@ export async function replaceFile(file: string, text: string): Promise<void> {
   }
 }
 
-async function readList(file: string): Promise<RevocationFile> {
-  const text = await readFile(file, 'utf8').catch((err: unknown) => {
+async function readList(file: string): Promise<string | undefined> {
+  return readFile(file, 'utf8').catch((err: unknown) => {
     if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return undefined;
     throw err;
   });
-  if (text === undefined) return { version: 1, jtis: {} };
-  return RevocationFile.parse(JSON.parse(text));
 }
 
 /**
- * Merges `revocation` into the list in `stateDir`: entries whose token has expired are
- * dropped (the list stays as small as the tokens still alive), `not_before` only moves forward.
+ * The list `current` (undefined: none yet) with `revocation` merged in, as text: entries whose
+ * token has expired are dropped (the list stays as small as the tokens still alive),
+ * `not_before` only moves forward. A list that does not parse throws rather than being lost.
+ * Every provider writes its agents' lists with this (a file here, a Secret key, an archive).
  */
-export async function addRevocations(stateDir: string, revocation: Revocation, nowMs: number): Promise<void> {
-  const file = path.join(stateDir, REVOCATION_FILE);
-  const current = await readList(file);
+export function mergeRevocationList(
+  current: string | undefined,
+  revocation: Revocation,
+  nowMs: number,
+): string {
+  const list: RevocationFile =
+    current === undefined ? { version: 1, jtis: {} } : RevocationFile.parse(JSON.parse(current));
   const nowSeconds = Math.floor(nowMs / 1000);
   const jtis: Record<string, number> = {};
-  for (const [jti, exp] of Object.entries(current.jtis)) if (exp >= nowSeconds) jtis[jti] = exp;
+  for (const [jti, exp] of Object.entries(list.jtis)) if (exp >= nowSeconds) jtis[jti] = exp;
   for (const entry of revocation.jtis) {
     const exp = Math.ceil(entry.expiresAt.getTime() / 1000);
     if (exp >= nowSeconds) jtis[entry.jti] = exp;
   }
   const requested =
     revocation.notBefore === undefined ? 0 : Math.floor(revocation.notBefore.getTime() / 1000);
-  const notBefore = Math.max(current.not_before ?? 0, requested);
+  const notBefore = Math.max(list.not_before ?? 0, requested);
   const next: RevocationFile = { version: 1, ...(notBefore === 0 ? {} : { not_before: notBefore }), jtis };
-  await replaceFile(file, JSON.stringify(next));
+  return JSON.stringify(next);
+}
+
+/** Merges `revocation` into the list in `stateDir` (mergeRevocationList) and replaces the file. */
+export async function addRevocations(stateDir: string, revocation: Revocation, nowMs: number): Promise<void> {
+  const file = path.join(stateDir, REVOCATION_FILE);
+  await replaceFile(file, mergeRevocationList(await readList(file), revocation, nowMs));
 }
 
 /** Replaces the key file the agent reads (0600, like the first one). */

@@ -3,13 +3,11 @@
 // Why a volume: the root filesystem is read-only and the engine refuses archives there; a tmpfs is
 // not seen by the archive endpoint and is empty again after a stop; a volume takes the archive
 // whether the container runs or not, and keeps the key across stop and start (docs/provider-docker.md).
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type Docker from 'dockerode';
 import type { SigningKey } from '@sbx/tokens';
 import type { Revocation } from '../provider.js';
-import { REVOCATION_FILE, addRevocations } from '../revocation-file.js';
+import { mergeRevocationList } from '../revocation-file.js';
 import { engine, engineError, isNotFound } from './docker-engine.js';
 import {
   KEY_FILE_NAME,
@@ -81,21 +79,10 @@ export async function readRunFile(
   }
 }
 
-/**
- * The revocation list with `revocation` merged in, by the local provider's own merge (one owner
- * of the file's format and pruning rules); it works on a directory, so the list passes through a
- * private scratch directory that holds nothing secret.
- */
+/** The revocation list with `revocation` merged in, by the providers' one merge (revocation-file.ts). */
 export async function mergedRevocations(
   current: string | undefined,
   revocation: Revocation,
 ): Promise<TarFile> {
-  const scratch = await mkdtemp(path.join(tmpdir(), 'sbx-revocations-'));
-  try {
-    if (current !== undefined) await writeFile(path.join(scratch, REVOCATION_FILE), current, { mode: 0o600 });
-    await addRevocations(scratch, revocation, Date.now());
-    return runFile(REVOCATIONS_FILE_NAME, await readFile(path.join(scratch, REVOCATION_FILE), 'utf8'), false);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  return runFile(REVOCATIONS_FILE_NAME, mergeRevocationList(current, revocation, Date.now()), false);
 }

@@ -32,7 +32,7 @@ import {
   REVOCATIONS_FILE,
   updateSecretFile,
 } from './sandbox-secrets.js';
-import { mergeRevocationList } from './secret-revocations.js';
+import { mergeRevocationList } from '../revocation-file.js';
 import { deleteSandboxPods, workloadFor, type SandboxWorkload } from './sandbox-workloads.js';
 
 export type { KubernetesProviderOptions } from './kube-settings.js';

@@ -2,7 +2,7 @@
 // Secret: pure functions, no API involved.
 import { describe, expect, it } from '@jest/globals';
 import { labelValue, sandboxResourceName } from '../../../src/providers/kubernetes/kube-names.js';
-import { mergeRevocationList } from '../../../src/providers/kubernetes/secret-revocations.js';
+import { mergeRevocationList } from '../../../src/providers/revocation-file.js';
 
 const DNS_LABEL = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
