@@ -1,9 +1,28 @@
 // The agent's metrics on prom-client, in a Registry of its own (never the
-// process-wide default one: tests run several agents in one process).
-import { Counter, Gauge, Registry } from 'prom-client';
+// process-wide default one: tests run several agents in one process). Until the first
+// scrape the counts are plain numbers: prom-client and its dependencies (about 1 MiB of
+// heap in every agent) load only in agents whose metrics someone reads (bench/providers).
 import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
 
-export function createPromAgentMetrics(registry: Registry = new Registry()): AgentMetrics {
+type PromClient = typeof import('prom-client');
+
+/** Totals since start, by label value. */
+type Totals = Map<string, number>;
+
+function add(totals: Totals, key: string, n: number): void {
+  totals.set(key, (totals.get(key) ?? 0) + n);
+}
+
+interface Exposition {
+  render(
+    authFailures: Totals,
+    bytes: Totals,
+    stats: Readonly<Record<string, number>>,
+  ): Promise<{ contentType: string; body: string }>;
+}
+
+function exposition({ Counter, Gauge, Registry }: PromClient): Exposition {
+  const registry = new Registry();
   const registers = [registry];
   const authFailures = new Counter({
     name: 'sbx_agent_auth_failures_total',
@@ -26,17 +45,34 @@ export function createPromAgentMetrics(registry: Registry = new Registry()): Age
     registers,
   });
   return {
-    authFailed: (reason) => authFailures.inc({ reason }),
-    bytesMoved: (direction, n) => {
-      if (n > 0) bytes.inc({ direction }, n);
-    },
-    async render(stats) {
+    async render(failureTotals, byteTotals, stats) {
+      // Counters are set to the totals kept outside: reset, then one increment each.
+      authFailures.reset();
+      for (const [reason, n] of failureTotals) authFailures.inc({ reason }, n);
+      bytes.reset();
+      for (const [direction, n] of byteTotals) bytes.inc({ direction }, n);
       shells.set(stats['shells'] ?? 0);
       processes.set(stats['processes'] ?? 0);
       stat.reset();
       for (const [name, value] of Object.entries(stats))
         if (name !== 'shells' && name !== 'processes') stat.set({ name }, value);
       return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
+
+export function createPromAgentMetrics(): AgentMetrics {
+  const authFailures: Totals = new Map();
+  const bytes: Totals = new Map();
+  let loaded: Promise<Exposition> | undefined;
+  return {
+    authFailed: (reason) => add(authFailures, reason, 1),
+    bytesMoved: (direction, n) => {
+      if (n > 0) add(bytes, direction, n);
+    },
+    async render(stats) {
+      loaded ??= import('prom-client').then(exposition);
+      return (await loaded).render(authFailures, bytes, stats);
     },
   };
 }

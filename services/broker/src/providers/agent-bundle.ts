@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { BUNDLE_TRIMS, bundleTrims } from './agent-bundle-trims.js';
 import type { AgentCommand } from './agent-process.js';
 import { providerUnavailable } from './provider.js';
 
@@ -117,7 +118,7 @@ async function buildBundle(
       metafile: true,
       logLevel: 'silent',
       banner: { js: BANNER },
-      plugins: [externalsFromAgent()],
+      plugins: [externalsFromAgent(), ...bundleTrims(path.join(REPO_ROOT, 'packages'))],
     }),
   );
   const files = Object.keys(result.metafile.inputs);
@@ -145,7 +146,13 @@ export async function prepareAgentBundle(dataDir: string): Promise<AgentCommand>
   const watchFile = path.join(dir, 'parent-watch.mjs');
   try {
     const esbuild = loadEsbuild();
-    const recipe = JSON.stringify({ esbuild: esbuild.version, entry: AGENT_ENTRY, EXTERNAL_MODULES, BANNER });
+    const recipe = JSON.stringify({
+      esbuild: esbuild.version,
+      entry: AGENT_ENTRY,
+      EXTERNAL_MODULES,
+      BANNER,
+      BUNDLE_TRIMS,
+    });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     if (!(await isFresh(stampFile, bundleFile, recipe)))
       await buildBundle(esbuild, bundleFile, stampFile, recipe);
