@@ -53,7 +53,7 @@ describe('injected sandbox environment', () => {
   it('reaches a shell', async () => {
     const shell = await ShellClient.start(`${agent.wsUrl}/v1/shell/ws`, agent.token(['shell']));
     shell.type('echo "seen:$ANTHROPIC_BASE_URL"');
-    await shell.waitFor(/^seen:http:\/\/127\.0\.0\.1:9000$/m);
+    expect(await shell.waitFor(/^seen:.*$/m)).toMatch(/^seen:http:\/\/127\.0\.0\.1:9000$/m);
     shell.close();
   });
 
