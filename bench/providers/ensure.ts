@@ -20,6 +20,7 @@ import {
 import { prepareRedisScratch } from '../broker/rate-limit-headroom.js';
 import { createScratchDatabase, type ScratchDatabase } from '../broker/scratch-database.js';
 import { negotiate } from '../broker/session-client.js';
+import { putTenantPolicy } from '../execute_code/tool-client.js';
 import { atMost, durationNs, info, percentile, type Verdict } from '../lib/measure.js';
 
 const COLD_ENSURES = 20;
@@ -28,6 +29,7 @@ const BURST = 100;
 const FILL_TIMEOUT_MS = 180_000;
 const NS_PER_MS = 1e6;
 const UNLIMITED = '1000000';
+const MAX_SANDBOXES = 1000;
 
 async function withBroker<T>(
   poolSize: number,
@@ -46,6 +48,8 @@ async function withBroker<T>(
         WARM_POOL_SIZE: String(poolSize),
       },
     });
+    // Room for every sandbox of the run (the default tenant policy caps running sandboxes at 10).
+    await putTenantPolicy(broker.url, broker.apiKey, BOOTSTRAP_TENANT_ID, { max_sandboxes: MAX_SANDBOXES });
     return await measure(broker, database);
   } finally {
     await broker?.stop();

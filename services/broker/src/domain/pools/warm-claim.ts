@@ -72,7 +72,7 @@ export async function claimWarm(deps: WarmClaimDeps, request: WarmClaimRequest):
     throw err;
   }
   if (claimed === null) return 'none';
-  void deps.pool.refill().catch((err: unknown) => deps.logger.warn({ err }, 'warm pool refill failed'));
+  deps.pool.refillSoon();
   const { sandbox, binding } = claimed;
   try {
     await deps.provider.claim?.(sandbox.id, {

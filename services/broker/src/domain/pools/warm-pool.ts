@@ -27,6 +27,13 @@ export interface WarmPoolDeps {
   readonly concurrency?: number;
   /** Between two refills besides those after claims (default 30 s). */
   readonly refillIntervalMs?: number;
+  /**
+   * A claim asks for a refill this long after the last claim (default 250 ms), at most
+   * `refillMaxDelayMs` (default 2 s) after the first unanswered one: starting agents takes
+   * the CPU a burst of claims needs, so the refill waits for the burst to pass.
+   */
+  readonly refillDelayMs?: number;
+  readonly refillMaxDelayMs?: number;
 }
 
 export interface WarmPool {
@@ -35,6 +42,8 @@ export interface WarmPool {
   start(): void;
   /** Makes sandboxes until the pool is full; joins the refill under way. */
   refill(): Promise<void>;
+  /** A refill once claims pause (see `refillDelayMs`). */
+  refillSoon(): void;
   /** Stops refilling and destroys this instance's warm sandboxes. */
   stop(): Promise<void>;
 }
@@ -97,9 +106,25 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
     return running;
   };
 
+  let soon: NodeJS.Timeout | undefined;
+  let firstAsked: number | undefined;
+  const refillSoon = (): void => {
+    const now = Date.now();
+    firstAsked ??= now;
+    const maxDelay = deps.refillMaxDelayMs ?? 2000;
+    const delay = Math.max(0, Math.min(deps.refillDelayMs ?? 250, firstAsked + maxDelay - now));
+    clearTimeout(soon);
+    soon = setTimeout(() => {
+      firstAsked = undefined;
+      void refill().catch((err: unknown) => deps.logger.warn({ err }, 'warm pool refill failed'));
+    }, delay);
+    soon.unref();
+  };
+
   return {
     kind: deps.kind,
     limits: deps.limits,
+    refillSoon,
     start() {
       if (timer !== undefined) return;
       void refill().catch((err: unknown) => deps.logger.warn({ err }, 'warm pool refill failed'));
@@ -112,6 +137,7 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearTimeout(soon);
       await running?.catch(() => undefined);
       const mine = (await deps.repository.listAll(deps.kind.provider)).filter(
         (row) => row.hostInstance === deps.kind.hostInstance,
