@@ -61,6 +61,8 @@ export interface BrokerSettings {
   readonly reconciler?: { readonly intervalMs?: number; readonly presenceTtlMs?: number } | undefined;
   /** Sandboxes this instance keeps warm (default 0: none). */
   readonly warmPoolSize?: number | undefined;
+  /** Between two lease reaper rounds (default 15 s). */
+  readonly reaperIntervalMs?: number | undefined;
   /** execute_code: the address-space limit of one run, and how agents are reached (tests). */
   readonly executeCode?: { readonly memoryLimitMb?: number; readonly runner?: CodeRunner } | undefined;
 }
@@ -192,6 +194,7 @@ export async function assembleBroker(
     usageCollectIntervalMs: settings.usageCollectIntervalMs,
     presence,
     warm: warmRows,
+    reaperIntervalMs: settings.reaperIntervalMs,
     reconcileIntervalMs: settings.reconciler?.intervalMs,
   });
 

@@ -35,6 +35,8 @@ export interface BrokerLoopsDeps {
   readonly usageCollectIntervalMs?: number | undefined;
   /** Which broker instances live; the reconciler leaves the sandboxes of the others alone. */
   readonly presence?: InstancePresence | undefined;
+  /** Between two lease reaper rounds; default 15 s. */
+  readonly reaperIntervalMs?: number | undefined;
   /** Between two reconciler rounds; default 60 s. */
   readonly reconcileIntervalMs?: number | undefined;
   /** Warm pools' sandboxes, which the reconciler must not take for orphans. */
@@ -75,6 +77,7 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
     clock: deps.clock,
     logger,
     idleTimeoutMs: deps.idleTimeoutMs,
+    ...(deps.reaperIntervalMs === undefined ? {} : { intervalMs: deps.reaperIntervalMs }),
     ...(deps.metrics === undefined ? {} : { onRound: countRound.bind(undefined, deps.metrics) }),
   });
   const reconciler = createReconciler({

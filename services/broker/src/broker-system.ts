@@ -44,6 +44,7 @@ export function brokerSettings(config: BrokerConfig): BrokerSettings {
     usageCollectIntervalMs: config.usageCollectIntervalMs,
     reconciler: config.reconciler,
     warmPoolSize: config.warmPoolSize,
+    reaperIntervalMs: config.reaperIntervalMs,
     dataplaneRelay: config.dataplaneRelay,
     ...(config.executeCodeMemoryMb === undefined
       ? {}

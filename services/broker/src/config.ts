@@ -84,6 +84,8 @@ const BrokerEnv = z.object({
   // The reconciler (docs/lifecycle.md "Reconciler"): between two rounds, and how long a broker
   // instance that stopped renewing its presence counts as alive.
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(60_000),
+  // How late the lease reaper may act on a timer (docs/lifecycle.md "What the reaper does").
+  REAPER_INTERVAL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(15_000),
   BROKER_PRESENCE_TTL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000),
   // Warm pool (docs/warm-pools.md): sandboxes each broker instance keeps ready; 0 turns it off.
   WARM_POOL_SIZE: z.coerce.number().int().min(0).max(1000).default(0),
@@ -148,6 +150,8 @@ export interface BrokerConfig {
   readonly warmPoolSize?: number;
   /** Between two reconciler rounds, and this instance's presence TTL (absent: 60 s, 15 s). */
   readonly reconciler?: { readonly intervalMs: number; readonly presenceTtlMs: number };
+  /** Between two lease reaper rounds (absent: 15 s). */
+  readonly reaperIntervalMs?: number;
   /** execute_code's per-run memory limit, MiB (absent: 512). */
   readonly executeCodeMemoryMb?: number;
   /** Relay mode: data-plane traffic through the broker at this public URL (absent: off). */
@@ -249,6 +253,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
     reconciler: { intervalMs: e.RECONCILE_INTERVAL_MS, presenceTtlMs: e.BROKER_PRESENCE_TTL_MS },
     warmPoolSize: e.WARM_POOL_SIZE,
+    reaperIntervalMs: e.REAPER_INTERVAL_MS,
     executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
     dataplaneRelay:
       e.DATAPLANE_RELAY === 'on' && e.BROKER_PUBLIC_URL !== undefined
