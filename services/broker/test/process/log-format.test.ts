@@ -51,8 +51,11 @@ describe('pnpm start: log format', () => {
     'on a terminal: readable log lines, the banner, and the admin key in the banner only',
     async () => {
       const run = await started('terminal');
+      // A terminal may hand the banner over in pieces: wait for the key's whole line.
+      const keyLine = /admin API key \(shown once, store it now\): (\S+)\r?\n/;
+      await run.waitFor(keyLine);
       expectPrettyLines(run);
-      const key = /admin API key \(shown once, store it now\): (\S+)/.exec(run.output())?.[1];
+      const key = keyLine.exec(run.output())?.[1];
       expect(key).toBeDefined();
       expect(run.output().split(key ?? '')).toHaveLength(2);
       expect(await run.stop()).toBe(0);
