@@ -148,3 +148,26 @@ export async function until(
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+/**
+ * What every broker of one deployment shares: database, master key, the operator's key and
+ * data directory, and with `redis` a Redis key prefix of the test's own.
+ */
+export function deploymentEnv(options: {
+  readonly databaseUrl: string;
+  readonly dataDir: string;
+  readonly adminKey: string;
+  readonly redis?: boolean;
+}): Record<string, string> {
+  return {
+    DATABASE_URL: options.databaseUrl,
+    BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
+    BROKER_BOOTSTRAP_API_KEY: options.adminKey,
+    BROKER_DATA_DIR: options.dataDir,
+    ...(options.redis === true
+      ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: `sbxtest-${randomBytes(6).toString('hex')}` }
+      : {}),
+  };
+}

@@ -13,6 +13,7 @@ import { ABANDONED } from '../../src/domain/lifecycle/reconcile-sandbox.js';
 import { newDataDirOutsideTmp, removeDataDir } from '../providers/local-provider-kit.js';
 import { backends, useTestDatabase } from '../support/test-database.js';
 import {
+  deploymentEnv,
   descendantsOf,
   environmentOf,
   isRunning,
@@ -30,15 +31,9 @@ const postgres = backends.find((backend) => backend.name === 'postgres')!;
   const dataDir = newDataDirOutsideTmp();
   const adminKey = operatorKey();
   const running: BrokerProcess[] = [];
-  const env = () => ({
-    DATABASE_URL: db().url,
-    BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
-    BROKER_BOOTSTRAP_API_KEY: adminKey,
-    BROKER_DATA_DIR: dataDir,
-  });
   let sharedEnv: Record<string, string> | undefined;
   const start = async (): Promise<BrokerProcess> => {
-    sharedEnv ??= env();
+    sharedEnv ??= deploymentEnv({ databaseUrl: db().url, dataDir, adminKey });
     const broker = await startBrokerProcess(sharedEnv);
     running.push(broker);
     return broker;

@@ -7,10 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { newDataDirOutsideTmp, removeDataDir } from '../providers/local-provider-kit.js';
 import { backends, useTestDatabase } from '../support/test-database.js';
-import { operatorKey, startBrokerProcess, until, type BrokerProcess } from './broker-process.js';
+import {
+  deploymentEnv,
+  operatorKey,
+  startBrokerProcess,
+  until,
+  type BrokerProcess,
+} from './broker-process.js';
 
 const postgres = backends.find((backend) => backend.name === 'postgres')!;
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 interface Session {
   readonly token: string;
@@ -27,12 +32,7 @@ interface Session {
 
   beforeAll(async () => {
     const env = {
-      DATABASE_URL: db().url,
-      REDIS_URL,
-      REDIS_KEY_PREFIX: `sbxtest-${randomBytes(6).toString('hex')}`,
-      BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
-      BROKER_BOOTSTRAP_API_KEY: adminKey,
-      BROKER_DATA_DIR: dataDir,
+      ...deploymentEnv({ databaseUrl: db().url, dataDir, adminKey, redis: true }),
       RECONCILE_INTERVAL_MS: '1000',
       BROKER_PRESENCE_TTL_MS: '3000',
     };

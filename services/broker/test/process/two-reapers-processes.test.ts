@@ -1,14 +1,18 @@
 // Two broker processes on one Postgres and Redis both run their lease reaper every second
 // (REAPER_INTERVAL_MS): each sandbox whose lease ran out moves to `idle` exactly once, with
 // one audit row, whichever broker's reaper got to it (docs/lifecycle.md "Exactly once").
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { newDataDirOutsideTmp, removeDataDir } from '../providers/local-provider-kit.js';
 import { backends, useTestDatabase } from '../support/test-database.js';
-import { operatorKey, startBrokerProcess, until, type BrokerProcess } from './broker-process.js';
+import {
+  deploymentEnv,
+  operatorKey,
+  startBrokerProcess,
+  until,
+  type BrokerProcess,
+} from './broker-process.js';
 
 const postgres = backends.find((backend) => backend.name === 'postgres')!;
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const LEASE_SECONDS = 3;
 
 (postgres.available ? describe : describe.skip)('lease reapers of two broker processes', () => {
@@ -19,12 +23,7 @@ const LEASE_SECONDS = 3;
 
   beforeAll(async () => {
     const env = {
-      DATABASE_URL: db().url,
-      REDIS_URL,
-      REDIS_KEY_PREFIX: `sbxtest-${randomBytes(6).toString('hex')}`,
-      BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
-      BROKER_BOOTSTRAP_API_KEY: adminKey,
-      BROKER_DATA_DIR: dataDir,
+      ...deploymentEnv({ databaseUrl: db().url, dataDir, adminKey, redis: true }),
       REAPER_INTERVAL_MS: '1000',
     };
     brokers.push(...(await Promise.all([startBrokerProcess(env), startBrokerProcess(env)])));

@@ -45,8 +45,16 @@ const ORPHAN_ROW_STATES: ReadonlySet<SandboxState> = new Set(['terminated']);
 async function warmOfLiveHosts(deps: OrphanSweepDeps): Promise<Set<string>> {
   const rows = (await deps.warm?.listAll(deps.provider.name)) ?? [];
   const live = new Set<string>();
+  // One presence read per host, not per warm sandbox: a pool is many rows of one instance.
+  const hosts = new Map<string, Promise<boolean>>();
+  const alive = (host: string): Promise<boolean> => {
+    if (deps.presence === undefined) return Promise.resolve(true);
+    const known = hosts.get(host) ?? deps.presence.isAlive(host);
+    hosts.set(host, known);
+    return known;
+  };
   for (const row of rows) {
-    if (deps.presence === undefined || (await deps.presence.isAlive(row.hostInstance))) live.add(row.id);
+    if (await alive(row.hostInstance)) live.add(row.id);
     else await deps.warm?.remove(row.id);
   }
   return live;

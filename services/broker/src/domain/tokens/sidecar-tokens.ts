@@ -5,7 +5,8 @@
 // at `GET /.well-known/jwks.json` and cannot mint tokens itself. The key is derived
 // from the master key (HKDF), so every broker instance sharing a database signs
 // with the same key and publishes the same JWKS; rotating the master key rotates it.
-import { createECDH, createHash, createPrivateKey, hkdfSync, sign, type KeyObject } from 'node:crypto';
+import { createECDH, createHash, createPrivateKey, hkdfSync, type KeyObject } from 'node:crypto';
+import jwt from 'jsonwebtoken';
 import type { MasterKey } from '../keys/master-key.js';
 
 export const SIDECAR_TOKEN_ALGORITHM = 'ES256';
@@ -65,10 +66,8 @@ export function createSidecarTokenMinter(
   const { privateKey, jwk } = derivedKeyPair(master);
   return {
     mint(claims) {
-      const header = b64url(JSON.stringify({ alg: SIDECAR_TOKEN_ALGORITHM, typ: 'JWT', kid: jwk.kid }));
-      const payload = b64url(
-        JSON.stringify({
-          iss: issuer,
+      return jwt.sign(
+        {
           sub: `sandbox:${claims.sandboxId}`,
           aud: claims.audience ?? DEFAULT_SIDECAR_AUDIENCE,
           iat: Math.floor(now() / 1000),
@@ -77,12 +76,10 @@ export function createSidecarTokenMinter(
           client_id: claims.clientId,
           tenant_id: claims.tenantId,
           sandbox_id: claims.sandboxId,
-        }),
+        },
+        privateKey,
+        { algorithm: SIDECAR_TOKEN_ALGORITHM, keyid: jwk.kid, issuer },
       );
-      const input = `${header}.${payload}`;
-      // JWS wants the raw r|s form, not DER.
-      const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
-      return `${input}.${b64url(signature)}`;
     },
     jwks: () => ({ keys: [jwk] }),
   };
