@@ -223,6 +223,7 @@ export async function assembleBroker(
       // Only now may other instances take over this one's sandboxes: its agents have ended.
       await presence.stop();
       // Rows of requests still being answered are written before the database goes.
+      await routing.drain();
       await repositories.journal.drain();
       await Promise.allSettled([coordination.close(), database.close()]);
     })();

@@ -90,6 +90,8 @@ export interface BrokerRouting {
   /** WebSocket upgrades the broker serves (sandbox sessions); false: not one of its paths. */
   readonly upgrade: UpgradeHandler;
   close(): void;
+  /** Waits for rows of calls already answered (execute_code's invocations) to be written. */
+  drain(): Promise<void>;
 }
 
 /** The session routes (`/v1/sandbox/sessions…`), the thread routes (`/threads/…`), `/oauth/token` and `/oauth/introspect`, in that order. */
@@ -119,6 +121,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
   const sandboxes = sandboxRouting(deps, http, callers);
   // Relay mode: the session and thread routes present the broker's dataplane addresses.
   const sessions = { ...http, service: sandboxes.sessionView };
+  const executeCode = executeCodeService(deps);
   const routers = [
     ...admin,
     ...sandboxes.routers,
@@ -128,9 +131,14 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
     introspectionRoutes(deps),
     jwksRoutes(deps.sidecarTokens),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
-    executeCodeRoutes({ ...http, executeCode: executeCodeService(deps) }, deps.clock),
+    executeCodeRoutes({ ...http, executeCode }, deps.clock),
   ];
-  return { routers, upgrade: sandboxes.upgrade, close: () => sandboxes.close() };
+  return {
+    routers,
+    upgrade: sandboxes.upgrade,
+    close: () => sandboxes.close(),
+    drain: () => executeCode.drain(),
+  };
 }
 
 function executeCodeService(deps: BrokerRoutesDeps): ExecuteCodeService {

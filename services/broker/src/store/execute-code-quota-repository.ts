@@ -29,15 +29,16 @@ export class ExecuteCodeQuotaRepository {
     const [first, second] = counters;
     // A counter is not worth a disk flush per call: its commit returns before the WAL is
     // flushed (a database crash may forget the last increments, never double them).
-    const [, rows] = await guard('take execute_code quota', () =>
-      this.prisma.$transaction([
-        this.prisma.$executeRaw`SET LOCAL synchronous_commit = off`,
+    // `set_config(…, true)` holds for the statement's own implicit transaction, so the take
+    // is one round trip.
+    const rows = await guard(
+      'take execute_code quota',
+      () =>
         this.prisma.$queryRaw<{ refused: string | null }[]>`
-          SELECT "execute_code_take"(
-            ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
-            ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
-          ) AS "refused"`,
-      ]),
+        SELECT set_config('synchronous_commit', 'off', true) AS "commit", "execute_code_take"(
+          ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
+          ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
+        ) AS "refused"`,
     );
     const refused = rows[0]?.refused ?? null;
     if (refused === null) return { taken: true };

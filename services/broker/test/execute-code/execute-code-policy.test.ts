@@ -10,6 +10,7 @@ import type { LocalProvider } from '../../src/providers/local-provider.js';
 import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
+import { until } from '../support/until.js';
 import { useBroker } from '../support/use-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
@@ -145,10 +146,10 @@ describe(`execute_code doors and guards [${backend.name}]`, () => {
       expect(result.error_message).toMatch(/redactor/);
       expect(runs).toHaveLength(1);
       expect(runs[0]).not.toContain('user code');
-      const row = await broker.database.prisma.sandboxInvocation.findUnique({
-        where: { id: result.invocation_id },
-      });
-      expect(row?.exitStatus).toBe('provisioning');
+      const row = () =>
+        broker.database.prisma.sandboxInvocation.findUnique({ where: { id: result.invocation_id } });
+      await until(async () => (await row()) !== null, 'the invocation row');
+      expect((await row())?.exitStatus).toBe('provisioning');
     }, 120_000);
   });
 });

@@ -10,6 +10,7 @@ import type { LocalProvider } from '../../src/providers/local-provider.js';
 import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
+import { until } from '../support/until.js';
 import { useBroker } from '../support/use-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
@@ -52,8 +53,15 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
     if (put.status !== 200) throw new Error(`policy answered ${put.status}`);
     return { tenantId, key, policy: put.body as Record<string, unknown> };
   };
+  const invocationRows = (where: { id: { in: string[] } } | { tenantId: string }) =>
+    broker.database.prisma.sandboxInvocation.findMany({ where });
+  /** A call's row is written as its answer leaves: wait for the rows the calls made. */
+  const settledRows = async (where: Parameters<typeof invocationRows>[0], expected: number) => {
+    await until(async () => (await invocationRows(where)).length >= expected, `${expected} invocation rows`);
+    return invocationRows(where);
+  };
   const rowsOf = (invocationIds: readonly string[]) =>
-    broker.database.prisma.sandboxInvocation.findMany({ where: { id: { in: [...invocationIds] } } });
+    settledRows({ id: { in: [...invocationIds] } }, invocationIds.length);
 
   it('runs python, javascript and bash in the thread sandbox, reusing it, one row per call', async () => {
     const thread = `thr_${randomUUID()}`;
@@ -180,10 +188,7 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
       retryable: true,
     });
     expect(Math.abs(Date.parse(capped[0]!.resets_at!) - nextHour.getTime())).toBeLessThan(3_600_000);
-    const rows = await broker.database.prisma.sandboxInvocation.findMany({
-      where: { tenantId },
-      select: { exitStatus: true },
-    });
+    const rows = await settledRows({ tenantId }, 51);
     const byStatus = new Map<string, number>();
     for (const row of rows) byStatus.set(row.exitStatus, (byStatus.get(row.exitStatus) ?? 0) + 1);
     expect(Object.fromEntries(byStatus)).toEqual({ ok: 10, cap_exceeded: 41 });
@@ -203,6 +208,7 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
     const made: string[] = [];
     for (const code of ['echo a', 'echo b', 'exit 4'])
       made.push((await run(key, { thread_id: thread, language: 'bash', code })).invocation_id);
+    await rowsOf(made);
     const first = await request(broker.url)
       .get(`/admin/invocations?tenant_id=${tenantId}&limit=2`)
       .set(bearer(admin));

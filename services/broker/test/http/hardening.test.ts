@@ -82,6 +82,19 @@ describe('broker hardening', () => {
     for (const key of [...guesses, good]) expect(logs).not.toContain(key);
   });
 
+  it('keeps serving a key that verified moments ago from an address that is guessing', async () => {
+    const known = await broker.apiKey({ scopes: ['read:sandbox'] });
+    const unused = await broker.apiKey({ scopes: ['read:sandbox'] });
+    const from = '203.0.113.21';
+    expect((await session(known, from)).status).toBe(404);
+    for (let i = 0; i < 4; i++) await session(`sbk_guess_known_${i}_${'y'.repeat(30)}`, from);
+    expect((await session(`sbk_guess_more_${'y'.repeat(30)}`, from)).status).toBe(429);
+    // A guess cannot be a key this broker verified: its caller is no guesser.
+    expect((await session(known, from)).status).toBe(404);
+    // Any other credential from the address, valid or not, waits out the block.
+    expect((await session(unused, from)).status).toBe(429);
+  });
+
   it('counts refused actor credentials of /oauth/token against the address too', async () => {
     const key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'] });
     const negotiated = await request(broker.url)

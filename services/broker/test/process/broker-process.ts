@@ -135,19 +135,7 @@ export function isRunning(pid: number): boolean {
   }
 }
 
-/** Resolves once `check` holds (polled every `everyMs`); rejects after the ceiling naming `what`. */
-export async function until(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  everyMs = 20,
-  ceilingMs = CEILING_MS,
-): Promise<void> {
-  const deadline = Date.now() + ceilingMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
+export { until } from '../support/until.js';
 
 export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 

@@ -56,6 +56,19 @@ describe.each(harnesses)('$name coordination: counters and locks', (factory) => 
       expect(next.ttlMs).toBeGreaterThan(SHORT_TTL_MS - 100);
     });
 
+    it('adds a batch of increments at once, in the same window', async () => {
+      const c = await h.open();
+      expect((await c.incr('batched', LONG_TTL_MS)).count).toBe(1);
+      const batch = await c.incr('batched', LONG_TTL_MS, 41);
+      expect(batch.count).toBe(42);
+      expect(batch.ttlMs).toBeLessThanOrEqual(LONG_TTL_MS);
+      expect(await c.get('batched')).toBe('42');
+      for (const by of [0, -3, 2.5]) {
+        await expect(c.incr('batched', LONG_TTL_MS, by)).rejects.toMatchObject({ code: 'INTERNAL' });
+      }
+      expect(await c.get('batched')).toBe('42');
+    });
+
     it('refuses to count a value that is not a number, and bad TTLs', async () => {
       const c = await h.open();
       await c.set('text', 'hello', LONG_TTL_MS);

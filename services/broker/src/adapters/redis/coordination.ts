@@ -23,10 +23,10 @@ export interface Coordination {
   readonly keyPrefix: string;
 
   /**
-   * Adds one to a counter in a fixed window: the window (ttlMs) starts when the
-   * key is created and is not extended by later increments.
+   * Adds `by` (default 1, a positive whole number) to a counter in a fixed window: the
+   * window (ttlMs) starts when the key is created and is not extended by later increments.
    */
-  incr(key: string, ttlMs: number): Promise<CounterWindow>;
+  incr(key: string, ttlMs: number, by?: number): Promise<CounterWindow>;
 
   /** Takes the lock if nobody holds it; null when someone else does. */
   acquireLock(key: string, ttlMs: number): Promise<Lock | null>;
@@ -75,6 +75,13 @@ export type Unsubscribe = () => Promise<void>;
 
 /** Told about failures nobody awaits: throwing handlers, connection drops. */
 export type CoordinationErrorListener = (err: unknown) => void;
+
+/** An increment must be a positive whole number (Redis' INCRBY takes any integer; we do not). */
+export function requireIncrement(by: number): number {
+  if (!Number.isSafeInteger(by) || by < 1)
+    throw new SbxError('INTERNAL', `coordination increment must be a positive integer, got ${by}`);
+  return by;
+}
 
 /** Rejects TTLs that Redis would refuse (PX needs a positive integer) in both implementations. */
 export function requireTtlMs(ttlMs: number): number {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SbxError } from '@sbx/protocol';
 import { ChannelHandlers } from './channel-handlers.js';
 import {
+  requireIncrement,
   requireTtlMs,
   type Coordination,
   type CoordinationErrorListener,
@@ -58,14 +59,15 @@ export class InProcessCoordination implements Coordination {
     this.lastSweepAt = this.now();
   }
 
-  async incr(key: string, ttlMs: number): Promise<CounterWindow> {
+  async incr(key: string, ttlMs: number, by = 1): Promise<CounterWindow> {
     const scoped = this.open(key);
     requireTtlMs(ttlMs);
+    requireIncrement(by);
     const current = this.read(scoped);
     if (current && !/^-?\d+$/.test(current.value)) {
       throw new SbxError('INTERNAL', 'coordination incr on a value that is not a counter');
     }
-    const count = current ? Number(current.value) + 1 : 1;
+    const count = (current ? Number(current.value) : 0) + by;
     const expiresAt = current ? current.expiresAt : this.now() + ttlMs;
     this.write(scoped, String(count), expiresAt);
     return { count, ttlMs: expiresAt - this.now() };

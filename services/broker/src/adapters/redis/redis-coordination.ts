@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { SbxError } from '@sbx/protocol';
 import {
+  requireIncrement,
   requireTtlMs,
   type Coordination,
   type CoordinationErrorListener,
@@ -95,10 +96,11 @@ export class RedisCoordination implements Coordination {
     this.channels = new RedisChannelSubscriber(subscriber, onError);
   }
 
-  async incr(key: string, ttlMs: number): Promise<CounterWindow> {
+  async incr(key: string, ttlMs: number, by = 1): Promise<CounterWindow> {
     const scoped = this.scoped(key);
     requireTtlMs(ttlMs);
-    const reply = await this.run('incr', () => INCR_IN_WINDOW.run(this.commands, [scoped], [ttlMs]));
+    requireIncrement(by);
+    const reply = await this.run('incr', () => INCR_IN_WINDOW.run(this.commands, [scoped], [ttlMs, by]));
     if (!isNumberPair(reply)) {
       throw new SbxError('INTERNAL', 'unexpected reply from the Redis counter script');
     }

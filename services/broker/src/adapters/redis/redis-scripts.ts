@@ -24,13 +24,13 @@ export class LuaScript {
 }
 
 /**
- * KEYS[1] counter, ARGV[1] window in ms → {count, ms left}. The expiry is set
+ * KEYS[1] counter, ARGV[1] window in ms, ARGV[2] increment → {count, ms left}. The expiry is set
  * only when the key has none (just created), which makes the window fixed;
  * a counter left without expiry by anything else is given one rather than
  * counting forever.
  */
 export const INCR_IN_WINDOW = new LuaScript(`
-local count = redis.call('INCR', KEYS[1])
+local count = redis.call('INCRBY', KEYS[1], ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])

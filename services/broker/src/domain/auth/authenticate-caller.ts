@@ -37,6 +37,8 @@ export interface CallerAuthenticatorDeps {
 export interface CallerAuthenticator {
   /** The caller named by an Authorization header value; UNAUTHENTICATED when there is none. */
   authenticate(authorization: string | undefined): Promise<Principal>;
+  /** The caller of an API key this process verified moments ago, without any I/O; else undefined. */
+  recognize(authorization: string | undefined): Principal | undefined;
 }
 
 export const API_KEY_PREFIX = 'sbk_';
@@ -90,5 +92,10 @@ export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): Caller
     return deps.oidc.verify(credential);
   }
 
-  return Object.freeze({ authenticate });
+  function recognize(authorization: string | undefined): Principal | undefined {
+    const credential = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1];
+    return credential === undefined ? undefined : cache.get(credential);
+  }
+
+  return Object.freeze({ authenticate, recognize });
 }

@@ -29,6 +29,11 @@ export interface ExecuteCodeCall {
   readonly timeout_ms: number;
 }
 
+export interface ExecutedCall {
+  readonly result: ExecuteCodeResult;
+  readonly recorded: Promise<void>;
+}
+
 export interface ExecuteCodeDeps {
   readonly sessions: SessionService;
   readonly policies: { getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord> };
@@ -46,16 +51,19 @@ const DEFAULT_MEMORY_LIMIT_MB = 512;
 export class ExecuteCodeService {
   readonly #readiness: RedactorReadiness;
   readonly #sessions = new CodeSessions();
+  readonly #recording = new Set<Promise<void>>();
 
   constructor(private readonly deps: ExecuteCodeDeps) {
     this.#readiness = new RedactorReadiness(deps.runner);
   }
 
-  async execute(
-    context: AuditContext,
-    target: ExecuteTarget,
-    call: ExecuteCodeCall,
-  ): Promise<ExecuteCodeResult> {
+  /**
+   * The call's result, and its sandbox_invocations row on its way: the caller answers first
+   * and then awaits `recorded`, so the row's commit is not part of the call's latency.
+   * `recorded` never rejects (a row that could not be written is logged as an error);
+   * `drain()` waits for the rows still being written.
+   */
+  async execute(context: AuditContext, target: ExecuteTarget, call: ExecuteCodeCall): Promise<ExecutedCall> {
     const { principal } = context;
     if (!hasCallerScope(principal, 'exec:sandbox'))
       throw new SbxError('FORBIDDEN', 'execute_code needs the caller scope exec:sandbox');
@@ -74,8 +82,18 @@ export class ExecuteCodeService {
     const policy = await this.deps.policies.getTenantPolicy(principal.tenantId);
     const outcome = await this.#run(context, target, call, policy, draft);
     const result = draft.finish(outcome, this.deps.now());
-    await this.deps.invocations.record(draft.row(outcome, result, policy.invocationRetentionDays));
-    return result;
+    const row = draft.row(outcome, result, policy.invocationRetentionDays);
+    const recorded = this.deps.invocations.record(row).catch((err: unknown) => {
+      this.deps.logger.error({ err, invocation_id: row.id }, 'execute_code invocation row not written');
+    });
+    this.#recording.add(recorded);
+    void recorded.finally(() => this.#recording.delete(recorded));
+    return { result, recorded };
+  }
+
+  /** Resolves once every row of a call answered so far is written (shutdown waits for this). */
+  async drain(): Promise<void> {
+    await Promise.all(this.#recording);
   }
 
   async #run(

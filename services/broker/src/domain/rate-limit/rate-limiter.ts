@@ -6,6 +6,7 @@ import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
+import { LocalFirstCounters } from './local-first-counters.js';
 
 /** Negotiations may create sandboxes; the other session calls are cheap and frequent. */
 export type RateLimitBucket = 'negotiate' | 'session';
@@ -39,6 +40,12 @@ export type RateLimitVerdict =
 
 export class RateLimiter {
   readonly #windowMs: number;
+  /**
+   * The `session` bucket is counted locally first (local-first-counters.ts): its calls are
+   * the hot path and its limit is large. Negotiations, which may create sandboxes, always
+   * wait for the shared count, so their limit holds exactly across instances.
+   */
+  readonly #sessionCounters: LocalFirstCounters;
 
   constructor(
     private readonly coordination: Coordination,
@@ -47,6 +54,7 @@ export class RateLimiter {
     private readonly metrics?: Pick<BrokerMetrics, 'rateLimited'>,
   ) {
     this.#windowMs = limits.windowMs ?? 60_000;
+    this.#sessionCounters = new LocalFirstCounters(coordination, logger);
   }
 
   /** Counts one request of the principal in the bucket's current window. */
@@ -56,7 +64,10 @@ export class RateLimiter {
     const key = `rl:${bucket}:${JSON.stringify([subject.tenantId, subject.principalId])}`;
     let window;
     try {
-      window = await this.coordination.incr(key, this.#windowMs);
+      window =
+        bucket === 'session'
+          ? await this.#sessionCounters.incr(key, this.#windowMs)
+          : await this.coordination.incr(key, this.#windowMs);
     } catch (err) {
       this.logger.warn({ err, bucket }, 'rate limit not enforced: coordination store unavailable');
       return { allowed: true };

@@ -61,6 +61,14 @@ export function authenticateCaller(
 ): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     const authorization = req.get('authorization');
+    // A key verified moments ago is no guess: its caller skips the address's failure count
+    // (a coordination read per request), which exists to stop guessing.
+    const recognized = authenticator.recognize(authorization);
+    if (recognized !== undefined) {
+      principalByResponse.set(res, recognized);
+      next();
+      return;
+    }
     const blocked = await failures?.refusalFor(addressOf(req));
     if (blocked !== undefined) throw blocked;
     let principal: Principal;

@@ -1,8 +1,8 @@
 // execute_code for agents (docs/execute-code.md):
 //   POST /v1/execute_code                                {thread_id | scope, code, language, timeout_ms?}
 //   POST /v1/sandbox/sessions/{session_id}/execute_code  {code, language, timeout_ms?}
-// 200 with the tool's result whenever the call was accepted (and recorded in
-// sandbox_invocations), whatever became of the code; the error envelope otherwise.
+// 200 with the tool's result whenever the call was accepted, whatever became of the code
+// (its sandbox_invocations row is written as the answer leaves); the error envelope otherwise.
 import { Router, type Response } from 'express';
 import {
   ExecuteCodeRequest,
@@ -32,19 +32,25 @@ export function executeCodeRoutes(deps: ExecuteCodeRoutesDeps, now: () => number
   router.post('/v1/execute_code', deps.authenticate, limit, async (req, res) => {
     const body = bodyOf(ExecuteCodeRequest, req);
     const scope = body.scope ?? { type: 'thread' as const, id: body.thread_id ?? '' };
-    const result = await deps.executeCode.execute(callContext(res), { kind: 'scope', scope }, body);
+    const { result, recorded } = await deps.executeCode.execute(
+      callContext(res),
+      { kind: 'scope', scope },
+      body,
+    );
     answer(res, result, now());
+    await recorded;
   });
 
   router.post('/v1/sandbox/sessions/:session_id/execute_code', deps.authenticate, limit, async (req, res) => {
     const { session_id } = pathOf(SessionPathParams, req);
     const body = bodyOf(SessionExecuteCodeRequest, req);
-    const result = await deps.executeCode.execute(
+    const { result, recorded } = await deps.executeCode.execute(
       callContext(res),
       { kind: 'session', sessionId: session_id },
       body,
     );
     answer(res, result, now());
+    await recorded;
   });
 
   return router;
