@@ -122,16 +122,17 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
   // Relay mode: the session and thread routes present the broker's dataplane addresses.
   const sessions = { ...http, service: sandboxes.sessionView };
   const executeCode = executeCodeService(deps);
+  // The agents' hot paths first: Express tries every route mounted before the one that matches.
   const routers = [
-    ...admin,
+    executeCodeRoutes({ ...http, executeCode }, deps.clock),
     ...sandboxes.routers,
+    ...admin,
     sessionRoutes(sessions),
     threadRoutes(sessions),
     tokenRoutes({ ...deps, rateLimiter: http.rateLimiter, authFailureLimiter }),
     introspectionRoutes(deps),
     jwksRoutes(deps.sidecarTokens),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
-    executeCodeRoutes({ ...http, executeCode }, deps.clock),
   ];
   return {
     routers,

@@ -45,6 +45,22 @@ export class ExecuteCodeQuotaRepository {
     return { taken: false, dimension: CapDimension.parse(refused) };
   }
 
+  /** Returns one unit to both counters (one taken ahead and not used); never below zero. */
+  async giveBack(counters: readonly [QuotaCounter, QuotaCounter]): Promise<void> {
+    const [first, second] = counters;
+    await guard(
+      'give back execute_code quota',
+      () =>
+        this.prisma.$executeRaw`
+        WITH "commit" AS (SELECT set_config('synchronous_commit', 'off', true))
+        UPDATE "execute_code_counters" SET "count" = "count" - 1
+        FROM "commit"
+        WHERE "count" > 0 AND (
+          ("dimension", "subject", "window_start") = (${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz)
+          OR ("dimension", "subject", "window_start") = (${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz))`,
+    );
+  }
+
   /** The current count of one counter (0 when it has no row). */
   async count(counter: Omit<QuotaCounter, 'cap'>): Promise<number> {
     const row = await guard('read execute_code quota', () =>

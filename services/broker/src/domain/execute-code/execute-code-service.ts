@@ -16,6 +16,7 @@ import type { SessionWithToken } from '../sessions/session-core.js';
 import { AgentUnreachable, type CodeRunner } from './code-runner.js';
 import { CodeSessions, codeSessionOf, type CodeSession } from './code-sessions.js';
 import { InvocationDraft, type CallOutcome } from './invocation-draft.js';
+import { QuotaReservations } from './quota-reservations.js';
 import { quotaWindows, resetsAtOf } from './quota-windows.js';
 import { RedactorReadiness } from './redactor-readiness.js';
 
@@ -37,7 +38,9 @@ export interface ExecutedCall {
 export interface ExecuteCodeDeps {
   readonly sessions: SessionService;
   readonly policies: { getTenantPolicy(tenantId: string): Promise<TenantPolicyRecord> };
-  readonly quota: Pick<ExecuteCodeQuotaRepository, 'take'>;
+  readonly quota: Pick<ExecuteCodeQuotaRepository, 'take' | 'giveBack'>;
+  /** How long a unit taken ahead for an agent's next call is held before it goes back. */
+  readonly quotaHoldMs?: number;
   readonly invocations: Pick<InvocationRepository, 'record'>;
   readonly runner: CodeRunner;
   readonly logger: Logger;
@@ -50,11 +53,13 @@ const DEFAULT_MEMORY_LIMIT_MB = 512;
 
 export class ExecuteCodeService {
   readonly #readiness: RedactorReadiness;
+  readonly #quota: QuotaReservations;
   readonly #sessions = new CodeSessions();
   readonly #recording = new Set<Promise<void>>();
 
   constructor(private readonly deps: ExecuteCodeDeps) {
     this.#readiness = new RedactorReadiness(deps.runner);
+    this.#quota = new QuotaReservations(deps.quota, deps.logger, deps.quotaHoldMs);
   }
 
   /**
@@ -91,9 +96,13 @@ export class ExecuteCodeService {
     return { result, recorded };
   }
 
-  /** Resolves once every row of a call answered so far is written (shutdown waits for this). */
+  /**
+   * Resolves once every row of a call answered so far is written and every quota unit taken
+   * ahead is given back (shutdown waits for this).
+   */
   async drain(): Promise<void> {
     await Promise.all(this.#recording);
+    await this.#quota.drain();
   }
 
   async #run(
@@ -111,7 +120,7 @@ export class ExecuteCodeService {
       { tenantDaily: policy.executeCodeDailyCap, agentHourly: policy.executeCodeAgentHourlyCap },
       this.deps.now(),
     );
-    const take = await this.deps.quota.take(windows);
+    const take = await this.#quota.take(windows);
     if (!take.taken)
       return { kind: 'cap', dimension: take.dimension, resetsAt: resetsAtOf(windows, take.dimension) };
     const key = sessionKey(context, target);
