@@ -120,6 +120,18 @@ describe(`relayed calls to a suspended sandbox [${backend.name}]`, () => {
     expect(ExecResponse.parse(await passed.json()).stdout).toBe(hash);
   }, 120_000);
 
+  it('asks again where a sandbox is when the address it remembered went stale', async () => {
+    // The file's command leaves this broker remembering where the sandbox runs.
+    const { id } = await sandboxWithFile();
+    const other = await broker.instance({ loops: false });
+    const stopped = await request(other.url).post(`/v1/sandboxes/${id}/stop`).set(bearer(key)).send();
+    expect([stopped.status, stopped.body.state]).toEqual([200, 'suspended']);
+    // Held back, the clock keeps the remembered address fresh: the agent there is gone.
+    const refused = await clock.ahead(-30_000, () => command(id));
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.message).toContain(`POST /v1/sandboxes/${id}/start`);
+  }, 120_000);
+
   it('leaves a sandbox its owner stopped stopped: 409 until started', async () => {
     const { session, id, hash } = await sandboxWithFile();
     const stopped = await request(broker.url).post(`/v1/sandboxes/${id}/stop`).set(bearer(key)).send();

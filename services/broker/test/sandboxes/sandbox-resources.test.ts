@@ -12,6 +12,7 @@ import type { LocalProvider } from '../../src/providers/local-provider.js';
 import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
+import { until } from '../support/until.js';
 import { useBroker } from '../support/use-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
@@ -194,10 +195,11 @@ describe(`sandbox resources [${backend.name}]`, () => {
     }[];
     const wc = entries.find((entry) => entry.command.startsWith('wc -c'));
     expect(wc).toMatchObject({ sub: owner, exit_code: 3 });
-    const audited = await broker.database.prisma.auditEvent.findFirst({
-      where: { action: 'sandbox.relay', jti: wc!.jti },
-    });
-    expect(audited).toMatchObject({ sandboxId: id, callerId: owner });
+    const relayRow = () =>
+      broker.database.prisma.auditEvent.findFirst({ where: { action: 'sandbox.relay', jti: wc!.jti } });
+    // The row is written as the answer leaves.
+    await until(async () => (await relayRow()) !== null, 'the relayed call audit row');
+    expect(await relayRow()).toMatchObject({ sandboxId: id, callerId: owner });
     expect((await call('get', `/v1/sandboxes/${id}/logs?bogus=1`, keys['read:sandbox']!)).status).toBe(400);
 
     const shell = await shellThrough(

@@ -26,6 +26,7 @@ import { OWNER_STOP_REASON } from './owner-stops.js';
 import { RelayResume, type RunningDataplane } from './relay-resume.js';
 import { toSandboxResource } from './sandbox-presenter.js';
 import { RelayTokens, type RelayTokenDeps } from './relay-tokens.js';
+import { RunningTargets } from './running-targets.js';
 
 export interface SandboxResourcesDeps {
   readonly queries: SandboxResourceQueries;
@@ -45,6 +46,8 @@ export interface RelayTarget {
   readonly wsBaseUrl: string;
   readonly token: string;
   readonly jti: string;
+  /** The address was remembered (running-targets.ts), not read just now. */
+  readonly remembered?: boolean;
 }
 
 const STOP: ForcedMove = {
@@ -67,9 +70,11 @@ const notFound = (id: string) =>
 export class SandboxResources {
   readonly #tokens: RelayTokens;
   readonly #resume: RelayResume;
+  readonly #running: RunningTargets;
 
   constructor(private readonly deps: SandboxResourcesDeps) {
     this.#tokens = new RelayTokens(deps.tokens);
+    this.#running = new RunningTargets(deps.tokens.now);
     this.#resume = new RelayResume({
       sessions: deps.sessions,
       stoppedByOwner: deps.stoppedByOwner,
@@ -128,6 +133,7 @@ export class SandboxResources {
 
   /** Resumes a suspended sandbox with its workspace; a running one answers as it is. */
   async start(context: AuditContext, id: string): Promise<SandboxResource> {
+    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'terminated' || sandbox.state === 'failed')
       throw new SbxError('CONFLICT', `sandbox ${id} is ${sandbox.state}; create a new one`);
@@ -143,6 +149,7 @@ export class SandboxResources {
   }
 
   async stop(context: AuditContext, id: string): Promise<SandboxResource> {
+    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'suspended') return toSandboxResource(sandbox);
     if (sandbox.state !== 'active' && sandbox.state !== 'idle')
@@ -151,26 +158,46 @@ export class SandboxResources {
         `sandbox ${id} is ${sandbox.state}; only a running sandbox can be stopped`,
       );
     await forceMove(this.deps.actions, sandbox, STOP, context);
+    this.#running.forget(id);
     return this.get(context.principal, id);
   }
 
   /** Idempotent: a sandbox already terminated answers as deleted. */
   async delete(context: AuditContext, id: string): Promise<void> {
+    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'terminated') return;
     await forceMove(this.deps.actions, sandbox, DELETE, context);
+    this.#running.forget(id);
   }
 
   /**
    * A running sandbox's agent and a token with `capability` for one relayed call. A sandbox
    * the lifecycle suspended is resumed first (423 while it starts); one its owner stopped is 409.
    */
-  async relayTarget(context: AuditContext, id: string, capability: CapabilityScope): Promise<RelayTarget> {
-    const found = await this.find(context.principal, id);
-    const { sandbox, httpBaseUrl, wsBaseUrl } = await this.#resume.running(context, found);
-    await this.deps.renewLease(sandbox);
-    const token = await this.#tokens.get(sandbox, context.principal.id, capability, context.requestId);
-    return { sandbox, httpBaseUrl, wsBaseUrl, ...token };
+  async relayTarget(
+    context: AuditContext,
+    id: string,
+    capability: CapabilityScope,
+    options: { readonly remembered?: boolean } = {},
+  ): Promise<RelayTarget> {
+    const who = JSON.stringify(ownerScope(context.principal));
+    const remembered = options.remembered === true ? this.#running.get(who, id) : undefined;
+    const running = remembered ?? (await this.#runningNow(context, id));
+    if (remembered === undefined) this.#running.set(who, running);
+    const token = await this.#tokens.get(
+      running.sandbox,
+      context.principal.id,
+      capability,
+      context.requestId,
+    );
+    return { ...running, ...token, remembered: remembered !== undefined };
+  }
+
+  async #runningNow(context: AuditContext, id: string): Promise<RunningDataplane> {
+    const running = await this.#resume.running(context, await this.find(context.principal, id));
+    await this.deps.renewLease(running.sandbox);
+    return running;
   }
 
   /** The running sandbox a verified capability token's call goes to, resumed as for `relayTarget`. */

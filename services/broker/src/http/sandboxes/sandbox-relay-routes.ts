@@ -37,8 +37,12 @@ export const RELAYED_BODY_PATHS = /^\/v1\/sandboxes\/[^/]+\/(files$|dp\/)/;
 export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
   const router = Router();
   const limit = rateLimit(deps, 'session', 'session.get');
-  const target = (req: Request, res: Response, capability: CapabilityScope) =>
-    deps.resources.relayTarget(callContext(res), pathOf(SandboxPathParams, req).id, capability);
+  const target = (
+    req: Request,
+    res: Response,
+    capability: CapabilityScope,
+    options?: { readonly remembered?: boolean },
+  ) => deps.resources.relayTarget(callContext(res), pathOf(SandboxPathParams, req).id, capability, options);
   const audited = async (res: Response, relayed: RelayTarget, route: string, status: number) =>
     deps.audit.record('sandbox.relay', status < 400 ? 'ok' : `HTTP_${status}`, callContext(res), {
       sandboxId: relayed.sandbox.id,
@@ -67,21 +71,38 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
   });
   router.post(`${ONE}/commands`, deps.authenticate, limit, needs('exec:sandbox'), async (req, res) => {
     const { background, body } = commandOf(req.body);
-    const relayed = await target(req, res, 'process');
-    const answer = await postJson(
-      new URL(`${relayed.httpBaseUrl}${background ? '/v1/processes' : '/v1/exec'}`),
-      { authorization: `Bearer ${relayed.token}` },
-      JSON.stringify(body),
-      COMMAND_ANSWER_MS,
-    ).catch((err: unknown) => {
-      throw new SbxError('PROVIDER_UNAVAILABLE', 'the sandbox agent did not answer', { cause: err });
-    });
-    const { text } = answer;
-    // Recorded before the answer leaves: whoever reads the command's result can find its row.
+    const payload = JSON.stringify(body);
+    const send = (to: RelayTarget) =>
+      postJson(
+        new URL(`${to.httpBaseUrl}${background ? '/v1/processes' : '/v1/exec'}`),
+        { authorization: `Bearer ${to.token}` },
+        payload,
+        COMMAND_ANSWER_MS,
+      );
+    let relayed = await target(req, res, 'process', { remembered: true });
+    let answer = await send(relayed).catch((err: unknown) => unanswered(relayed, err));
+    // A remembered address may be out of date (running-targets.ts): neither a silent agent nor
+    // a refused token ran anything, so ask again where the sandbox is now.
+    if (answer === undefined || (relayed.remembered === true && answer.status === 401)) {
+      relayed = await target(req, res, 'process');
+      answer = await send(relayed).catch((err: unknown) => unanswered(relayed, err));
+      if (answer === undefined) throw agentSilent(undefined);
+    }
+    res.status(answer.status).type('application/json').send(answer.text);
+    // Recorded as the answer leaves (docs/sandboxes.md "Relay"): its commit is not part of
+    // the call's latency; shutdown waits for the journal.
     await audited(res, relayed, background ? 'commands.background' : 'commands.run', answer.status);
-    res.status(answer.status).type('application/json').send(text);
   });
   return router;
+}
+
+const agentSilent = (cause: unknown) =>
+  new SbxError('PROVIDER_UNAVAILABLE', 'the sandbox agent did not answer', { cause });
+
+/** undefined when the address was remembered (worth asking again), else the error to answer. */
+function unanswered(relayed: RelayTarget, err: unknown): undefined {
+  if (relayed.remembered === true) return undefined;
+  throw agentSilent(err);
 }
 
 /** `{background?: boolean, …}`: the rest is the agent's exec or process request, checked here. */
