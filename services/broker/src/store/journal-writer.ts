@@ -19,6 +19,8 @@ interface Pending {
   readonly reject: (err: unknown) => void;
 }
 
+/** How long a row of an answered call may wait to share its commit with others. */
+const LINGER_MS = 25;
 /** Enough to amortize the commit; small enough that one statement stays cheap to plan. */
 const MAX_BATCH = 256;
 export interface JournalOptions {
@@ -29,6 +31,7 @@ export interface JournalOptions {
 export class JournalWriter {
   #queue: Pending[] = [];
   #scheduled = false;
+  #lingering: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
 
   readonly #maxQueued: number;
@@ -43,32 +46,52 @@ export class JournalWriter {
   /** Resolves once every row queued so far is written or refused (shutdown waits for this). */
   async drain(): Promise<void> {
     while (this.#writing !== undefined || this.#queue.length > 0) {
+      this.#schedule();
       await (this.#writing ?? new Promise((resolve) => setImmediate(resolve)));
     }
   }
 
   /** An audit event (the AuditTrail's sink). */
   append(event: NewAuditEvent): Promise<void> {
-    return this.#enqueue({ kind: 'audit', event });
+    return this.#enqueue({ kind: 'audit', event }, 'now');
+  }
+
+  /**
+   * An audit event of a call already answered: it may wait up to LINGER_MS for company, so
+   * a stream of such calls shares commits instead of paying one each.
+   */
+  appendSoon(event: NewAuditEvent): Promise<void> {
+    return this.#enqueue({ kind: 'audit', event }, 'soon');
   }
 
   /** A token issuance; CONFLICT when the jti was already recorded. */
   record(issuance: NewTokenIssuance): Promise<void> {
-    return this.#enqueue({ kind: 'issuance', issuance });
+    return this.#enqueue({ kind: 'issuance', issuance }, 'now');
   }
 
-  #enqueue(row: Row): Promise<void> {
+  #enqueue(row: Row, when: 'now' | 'soon'): Promise<void> {
     if (this.#queue.length >= this.#maxQueued) {
       return Promise.reject(new SbxError('BACKEND_UNAVAILABLE', 'the audit journal is not keeping up'));
     }
     return new Promise((resolve, reject) => {
       this.#queue.push({ row, resolve, reject });
-      this.#schedule();
+      if (when === 'now') this.#schedule();
+      else this.#linger();
     });
+  }
+
+  #linger(): void {
+    if (this.#scheduled || this.#lingering !== undefined) return;
+    this.#lingering = setTimeout(() => {
+      this.#lingering = undefined;
+      this.#schedule();
+    }, LINGER_MS);
   }
 
   #schedule(): void {
     if (this.#scheduled || this.#writing !== undefined || this.#queue.length === 0) return;
+    clearTimeout(this.#lingering);
+    this.#lingering = undefined;
     this.#scheduled = true;
     // After this turn's I/O callbacks: rows queued by requests served in the same turn join the batch.
     setImmediate(() => {

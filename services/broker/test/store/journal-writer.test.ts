@@ -57,6 +57,36 @@ describeEachBackend('journal writer', (backend) => {
     expect(issued).toBe(25);
   });
 
+  it('lets rows of answered calls, written one after another, share commits; a row that waits goes first', async () => {
+    const { prisma, statements } = counting(db().prisma);
+    const journal = new JournalWriter(prisma);
+    const sessionId = uid('ses');
+    const soon: Promise<void>[] = [];
+    // Five answered calls a couple of milliseconds apart, as a client's back-to-back commands.
+    for (let i = 0; i < 5; i++) {
+      soon.push(journal.appendSoon({ action: `relay.${i}`, outcome: 'ok', sessionId }));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await Promise.all(soon);
+    // One statement when the five fit in a linger window; a loaded machine may need a few.
+    expect(statements()).toBeLessThanOrEqual(3);
+    // A row its caller waits for takes the lingering ones along at once.
+    const lingering = journal.appendSoon({ action: 'relay.5', outcome: 'ok', sessionId });
+    const before = statements();
+    await journal.append({ action: 'negotiate', outcome: 'ok', sessionId });
+    await lingering;
+    expect(statements()).toBe(before + 1);
+    const lingeringAtDrain = journal.appendSoon({ action: 'relay.6', outcome: 'ok', sessionId });
+    await journal.drain();
+    await lingeringAtDrain;
+    const events = await new AuditRepository(db().prisma).listBySession(sessionId);
+    expect(events.map((event) => event.action)).toEqual([
+      ...Array.from({ length: 6 }, (_v, i) => `relay.${i}`),
+      'negotiate',
+      'relay.6',
+    ]);
+  });
+
   it('fails only the bad row of a batch: a reused jti is CONFLICT, its neighbours are stored', async () => {
     const journal = new JournalWriter(db().prisma);
     const sessionId = uid('ses');

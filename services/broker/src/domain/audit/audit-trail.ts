@@ -50,6 +50,8 @@ export interface AuditSubject {
 
 export interface AuditSink {
   append(event: NewAuditEvent): Promise<unknown>;
+  /** A row of a call already answered, which may wait a moment to share a commit. */
+  appendSoon?(event: NewAuditEvent): Promise<unknown>;
 }
 
 export const OUTCOME_OK = 'ok';
@@ -72,10 +74,25 @@ export class AuditTrail {
     context: AuditContext | undefined,
     subject: AuditSubject = {},
   ): Promise<void> {
-    const event = toEvent(action, outcome, context, subject);
-    this.metrics?.audited(action, outcome);
+    await this.#write(toEvent(action, outcome, context, subject), false);
+  }
+
+  /** The row of a call whose answer has left: it may share a commit with the next ones. */
+  async recordAnswered(
+    action: AuditAction,
+    outcome: string,
+    context: AuditContext | undefined,
+    subject: AuditSubject = {},
+  ): Promise<void> {
+    await this.#write(toEvent(action, outcome, context, subject), true);
+  }
+
+  async #write(event: NewAuditEvent, answered: boolean): Promise<void> {
+    this.metrics?.audited(event.action, event.outcome);
     try {
-      await this.sink.append(event);
+      await (answered && this.sink.appendSoon !== undefined
+        ? this.sink.appendSoon(event)
+        : this.sink.append(event));
     } catch (err) {
       this.logger.error({ err, audit: event }, 'audit row could not be written');
     }

@@ -43,8 +43,9 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
     capability: CapabilityScope,
     options?: { readonly remembered?: boolean },
   ) => deps.resources.relayTarget(callContext(res), pathOf(SandboxPathParams, req).id, capability, options);
+  // Every relayed call's row is written after its answer has left (or its stream ended).
   const audited = async (res: Response, relayed: RelayTarget, route: string, status: number) =>
-    deps.audit.record('sandbox.relay', status < 400 ? 'ok' : `HTTP_${status}`, callContext(res), {
+    deps.audit.recordAnswered('sandbox.relay', status < 400 ? 'ok' : `HTTP_${status}`, callContext(res), {
       sandboxId: relayed.sandbox.id,
       jti: relayed.jti,
       detail: { route, status },
