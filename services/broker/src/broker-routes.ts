@@ -147,7 +147,8 @@ function executeCodeService(deps: BrokerRoutesDeps): ExecuteCodeService {
     sessions: deps.service,
     policies: deps.repositories.policies,
     quota: deps.repositories.executeCodeQuota,
-    invocations: deps.repositories.invocations,
+    // Through the journal: rows of calls answered back to back share commits.
+    invocations: { record: (row) => deps.repositories.journal.recordInvocation(row) },
     runner: deps.codeRunner ?? httpCodeRunner,
     logger: deps.logger,
     now: deps.clock,

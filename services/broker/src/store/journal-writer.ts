@@ -1,16 +1,20 @@
-// Group commit for the append-only rows every session call writes: token
-// issuances and audit events. Rows queued while a write is in flight go out
-// together in the next one (one statement inserting into both tables),
-// so 16 concurrent requests cost a handful of commits instead of 48. Callers
-// still await their own row: nothing is answered before it is stored.
+// Group commit for the append-only rows of calls: token issuances, audit events and
+// execute_code invocations. Rows queued while a write is in flight go out together in
+// the next one (one statement inserting into all three tables), so 16 concurrent
+// requests cost a handful of commits instead of 48. Callers await their own row; rows of
+// calls already answered (`appendSoon`, `recordInvocation`) may wait a moment for company.
 import { SbxError } from '@sbx/protocol';
 import type { PrismaClient } from './generated/client.js';
 import type { NewAuditEvent } from './audit-repository.js';
 import { guard } from './db-errors.js';
-import { auditJson, issuanceJson, WRITE_JOURNAL } from './journal-sql.js';
+import { auditJson, invocationJson, issuanceJson, WRITE_JOURNAL } from './journal-sql.js';
+import type { NewInvocation } from './invocation-repository.js';
 import { ISSUANCE_CONSTRAINTS, type NewTokenIssuance } from './token-issuance-repository.js';
 
-type Row = { readonly kind: 'audit'; readonly event: NewAuditEvent } | Issuance;
+type Row =
+  | { readonly kind: 'audit'; readonly event: NewAuditEvent }
+  | { readonly kind: 'invocation'; readonly invocation: NewInvocation }
+  | Issuance;
 type Issuance = { readonly kind: 'issuance'; readonly issuance: NewTokenIssuance };
 
 interface Pending {
@@ -62,6 +66,11 @@ export class JournalWriter {
    */
   appendSoon(event: NewAuditEvent): Promise<void> {
     return this.#enqueue({ kind: 'audit', event }, 'soon');
+  }
+
+  /** An execute_code call's sandbox_invocations row, written after its answer left. */
+  recordInvocation(invocation: NewInvocation): Promise<void> {
+    return this.#enqueue({ kind: 'invocation', invocation }, 'soon');
   }
 
   /** A token issuance; CONFLICT when the jti was already recorded. */
@@ -125,9 +134,18 @@ export class JournalWriter {
   async #write(rows: readonly Row[]): Promise<unknown> {
     const audits = rows.flatMap((row) => (row.kind === 'audit' ? [auditJson(row.event)] : []));
     const issuances = rows.flatMap((row) => (row.kind === 'issuance' ? [issuanceJson(row.issuance)] : []));
+    const invocations = rows.flatMap((row) =>
+      row.kind === 'invocation' ? [invocationJson(row.invocation)] : [],
+    );
     return await guard(
-      'write token issuances and audit events',
-      () => this.prisma.$executeRawUnsafe(WRITE_JOURNAL, JSON.stringify(issuances), JSON.stringify(audits)),
+      'write token issuances, invocations and audit events',
+      () =>
+        this.prisma.$executeRawUnsafe(
+          WRITE_JOURNAL,
+          JSON.stringify(issuances),
+          JSON.stringify(audits),
+          JSON.stringify(invocations),
+        ),
       ISSUANCE_CONSTRAINTS,
     );
   }

@@ -1,6 +1,7 @@
 // The group-commit journal: rows queued together are written by few statements,
 // each caller learns its own outcome, and a database that is down fails callers
 // at once instead of row by row.
+import { createHash, randomUUID } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
 import { SbxError } from '@sbx/protocol';
 import type { PrismaClient } from '../../src/store/generated/client.js';
@@ -85,6 +86,47 @@ describeEachBackend('journal writer', (backend) => {
       'negotiate',
       'relay.6',
     ]);
+  });
+
+  it('writes execute_code invocation rows with the others, and refuses only one the database refuses', async () => {
+    const journal = new JournalWriter(db().prisma);
+    const createdAt = new Date();
+    const row = (days: number) => ({
+      id: randomUUID(),
+      createdAt,
+      tenantId: uid('tenant'),
+      agentId: 'agent-1',
+      sessionId: null,
+      sandboxId: null,
+      scopeType: 'thread',
+      scopeId: uid('thr'),
+      language: 'bash',
+      executedCodeHash: createHash('sha256').update('echo 1').digest('hex'),
+      stdoutBytes: 300_000,
+      stderrBytes: 0,
+      stdoutTruncated: true,
+      stderrTruncated: false,
+      exitStatus: 'ok' as const,
+      failureReason: null,
+      durationMs: 9,
+      purgeAfter: new Date(createdAt.getTime() + days * 86_400_000),
+    });
+    const [kept, tooLong] = [row(30), row(181)];
+    const written = await Promise.allSettled([
+      journal.recordInvocation(kept),
+      journal.recordInvocation(tooLong),
+    ]);
+    expect(written.map((w) => w.status)).toEqual(['fulfilled', 'rejected']);
+    const stored = await db().prisma.sandboxInvocation.findMany({
+      where: { id: { in: [kept.id, tooLong.id] } },
+    });
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({
+      id: kept.id,
+      stdoutBytes: 300_000n,
+      stdoutTruncated: true,
+      exitStatus: 'ok',
+    });
   });
 
   it('fails only the bad row of a batch: a reused jti is CONFLICT, its neighbours are stored', async () => {
