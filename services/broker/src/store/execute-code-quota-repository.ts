@@ -20,12 +20,12 @@ export class ExecuteCodeQuotaRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
   /**
-   * Takes one unit from both counters, or from none, in one statement: the database function
-   * `execute_code_take` (migration *_execute_code_take) increments each only while
-   * `count < cap` (the row lock makes concurrent calls queue) and undoes the first when the
-   * second refuses. A cap of 0 never inserts, so it refuses everything.
+   * Takes `units` (default 1) from both counters, or from none, in one statement: the
+   * database function `execute_code_take_units` (migration *_execute_code_take_units)
+   * increments each only while `count + units <= cap` (the row lock makes concurrent calls
+   * queue) and undoes the first when the second refuses. A cap of 0 refuses everything.
    */
-  async take(counters: readonly [QuotaCounter, QuotaCounter]): Promise<QuotaTake> {
+  async take(counters: readonly [QuotaCounter, QuotaCounter], units = 1): Promise<QuotaTake> {
     const [first, second] = counters;
     // A counter is not worth a disk flush per call: its commit returns before the WAL is
     // flushed (a database crash may forget the last increments, never double them).
@@ -35,9 +35,10 @@ export class ExecuteCodeQuotaRepository {
       'take execute_code quota',
       () =>
         this.prisma.$queryRaw<{ refused: string | null }[]>`
-        SELECT set_config('synchronous_commit', 'off', true) AS "commit", "execute_code_take"(
+        SELECT set_config('synchronous_commit', 'off', true) AS "commit", "execute_code_take_units"(
           ${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz, ${first.cap}::int,
-          ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int
+          ${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz, ${second.cap}::int,
+          ${units}::int
         ) AS "refused"`,
     );
     const refused = rows[0]?.refused ?? null;
@@ -45,19 +46,19 @@ export class ExecuteCodeQuotaRepository {
     return { taken: false, dimension: CapDimension.parse(refused) };
   }
 
-  /** Returns one unit to both counters (one taken ahead and not used); never below zero. */
-  async giveBack(counters: readonly [QuotaCounter, QuotaCounter]): Promise<void> {
+  /** Returns `units` to both counters (taken ahead and not used); never below zero. */
+  async giveBack(counters: readonly [QuotaCounter, QuotaCounter], units = 1): Promise<void> {
     const [first, second] = counters;
     await guard(
       'give back execute_code quota',
       () =>
         this.prisma.$executeRaw`
         WITH "commit" AS (SELECT set_config('synchronous_commit', 'off', true))
-        UPDATE "execute_code_counters" SET "count" = "count" - 1
+        UPDATE "execute_code_counters" SET "count" = GREATEST("count" - ${units}::int, 0)
         FROM "commit"
-        WHERE "count" > 0 AND (
-          ("dimension", "subject", "window_start") = (${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz)
-          OR ("dimension", "subject", "window_start") = (${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz))`,
+        WHERE ("dimension", "subject", "window_start") IN (
+          (${first.dimension}, ${first.subject}, ${first.windowStart}::timestamptz),
+          (${second.dimension}, ${second.subject}, ${second.windowStart}::timestamptz))`,
     );
   }
 

@@ -57,6 +57,21 @@ function invocation(overrides: Partial<NewInvocation> = {}): NewInvocation {
     expect(await quota().count(windows[0])).toBe(10);
   }, 60_000);
 
+  it('takes several units at once only when they all fit under both caps, and gives them back', async () => {
+    const tenant = `tenant_${randomUUID()}`;
+    const windows = quotaWindows(tenant, 'agent', { tenantDaily: 10, agentHourly: 6 }, Date.now());
+    const counts = () => Promise.all(windows.map((w) => quota().count(w)));
+    expect(await quota().take(windows, 4)).toEqual({ taken: true });
+    expect(await quota().take(windows, 7)).toEqual({ taken: false, dimension: 'tenant_daily' });
+    // The day has room for 3 more, the hour for 2: the hour refuses, and the day is undone.
+    expect(await quota().take(windows, 3)).toEqual({ taken: false, dimension: 'agent_hourly' });
+    expect(await counts()).toEqual([4, 4]);
+    await quota().giveBack(windows, 3);
+    expect(await counts()).toEqual([1, 1]);
+    await quota().giveBack(windows, 5);
+    expect(await counts()).toEqual([0, 0]);
+  });
+
   it('resets each window with the clock: the next hour and the next UTC day start from zero', async () => {
     const tenant = `tenant_${randomUUID()}`;
     const lateEvening = Date.UTC(2026, 10, 27, 23, 59, 59, 500);

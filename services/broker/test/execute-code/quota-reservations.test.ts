@@ -1,4 +1,4 @@
-// execute_code's caps with a unit taken ahead for an agent's next call
+// execute_code's caps with units taken ahead for an agent's next calls
 // (docs/execute-code.md "Quotas"), on the real counters in Postgres: the next call needs
 // no database round trip, caps stay exact under concurrency, a changed cap or window
 // never uses a unit taken under the old one, and held units go back when idle or at
@@ -27,11 +27,11 @@ const HOUR = 3_600_000;
     const calls = { take: 0 };
     return {
       calls,
-      take: (c: readonly [QuotaCounter, QuotaCounter]) => {
+      take: (c: readonly [QuotaCounter, QuotaCounter], units?: number) => {
         calls.take += 1;
-        return store.take(c);
+        return store.take(c, units);
       },
-      giveBack: (c: readonly [QuotaCounter, QuotaCounter]) => store.giveBack(c),
+      giveBack: (c: readonly [QuotaCounter, QuotaCounter], units?: number) => store.giveBack(c, units),
     };
   };
   const tenantOf = () => `tenant_${randomUUID()}`;
@@ -45,20 +45,23 @@ const HOUR = 3_600_000;
       `counters at ${expected.join(', ')}`,
     );
 
-  it("serves an agent's next call from a unit taken ahead, without asking the database", async () => {
+  it("serves an agent's next calls from units taken ahead, without asking the database", async () => {
     const store = counted();
     const gate = new QuotaReservations(store, captureLogger([]));
     const tenant = tenantOf();
     const caps = { tenantDaily: 100, agentHourly: 100 };
-    expect((await gate.take(quotaWindows(tenant, 'a', caps, Date.now()))).taken).toBe(true);
-    await settle(tenant, caps, [2, 2]);
+    const take = () => gate.take(quotaWindows(tenant, 'a', caps, Date.now()));
+    expect((await take()).taken).toBe(true);
+    // One call made, four units held for the next ones.
+    await settle(tenant, caps, [5, 5]);
     const before = store.calls.take;
-    expect((await gate.take(quotaWindows(tenant, 'a', caps, Date.now()))).taken).toBe(true);
-    // The call used the held unit; the one taken now is for the call after it.
-    expect(store.calls.take).toBe(before + 1);
-    await settle(tenant, caps, [3, 3]);
+    for (let i = 0; i < 3; i++) expect((await take()).taken).toBe(true);
+    expect(store.calls.take).toBe(before);
+    // The fourth held unit goes to the next call, and four more are taken behind it.
+    expect((await take()).taken).toBe(true);
+    await settle(tenant, caps, [9, 9]);
     await gate.drain();
-    expect(await counts(tenant, caps)).toEqual([2, 2]);
+    expect(await counts(tenant, caps)).toEqual([5, 5]);
   });
 
   it('takes exactly the cap from 50 concurrent calls, and 10 more from one agent after another', async () => {
@@ -83,13 +86,13 @@ const HOUR = 3_600_000;
     const tenant = tenantOf();
     const open = { tenantDaily: 100, agentHourly: 100 };
     expect((await gate.take(quotaWindows(tenant, 'a', open, Date.now()))).taken).toBe(true);
-    await settle(tenant, open, [2, 2]);
+    await settle(tenant, open, [5, 5]);
     const killed = { tenantDaily: 0, agentHourly: 100 };
     expect(await gate.take(quotaWindows(tenant, 'a', killed, Date.now()))).toEqual({
       taken: false,
       dimension: 'tenant_daily',
     });
-    // The held unit went back: one call made, one counted.
+    // The held units went back: one call made, one counted.
     await settle(tenant, open, [1, 1]);
   });
 
@@ -99,15 +102,15 @@ const HOUR = 3_600_000;
     const caps = { tenantDaily: 100, agentHourly: 100 };
     const nine = Date.UTC(2026, 10, 27, 9, 59, 59);
     expect((await gate.take(quotaWindows(tenant, 'a', caps, nine))).taken).toBe(true);
-    await settle(tenant, caps, [2, 2], nine);
+    await settle(tenant, caps, [5, 5], nine);
     expect((await gate.take(quotaWindows(tenant, 'a', caps, nine + HOUR))).taken).toBe(true);
-    // The day: 2 calls and 1 held; the old hour: its 1 call; the new hour: 1 call and 1 held.
-    await settle(tenant, caps, [3, 1], nine);
-    await settle(tenant, caps, [3, 2], nine + HOUR);
+    // The day: 2 calls and 4 held; the old hour: its 1 call; the new hour: 1 call and 4 held.
+    await settle(tenant, caps, [6, 1], nine);
+    await settle(tenant, caps, [6, 5], nine + HOUR);
     await gate.drain();
   });
 
-  it('gives a unit back when its agent makes no call for a while', async () => {
+  it('gives units back when their agent makes no call for a while', async () => {
     const gate = new QuotaReservations(repository(), captureLogger([]), 50);
     const tenant = tenantOf();
     const caps = { tenantDaily: 100, agentHourly: 100 };

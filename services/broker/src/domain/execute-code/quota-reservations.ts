@@ -1,10 +1,10 @@
-// execute_code's caps without a database round trip on an agent's next call: after a
-// call takes its unit, one more unit of the same counters is taken in the background and
-// held for that agent's next call (docs/execute-code.md "Quotas"). Every unit is still
+// execute_code's caps without a database round trip on an agent's next calls: after a
+// call takes its unit, a few more units of the same counters are taken in the background
+// and held for that agent's next calls (docs/execute-code.md "Quotas"). Every unit is still
 // counted in the database before any code runs with it, so a cap is never exceeded, and
 // the counters survive a restart. What a held unit changes:
-// - A counter may read one more than the calls made while a unit is held. A unit not used
-//   within `idleMs` is given back; so is every unit when the broker shuts down (a crash
+// - A counter may read a few more than the calls made while units are held. Units not used
+//   within `idleMs` are given back; so is every unit when the broker shuts down (a crash
 //   leaves it counted: fewer calls, never more).
 // - A call refused by the database first gives back the units its tenant holds in this
 //   process and asks again, so one process serves a cap exactly.
@@ -14,8 +14,8 @@ import type { Logger } from '@sbx/service-kit';
 import type { QuotaCounter, QuotaTake } from '../../store/index.js';
 
 export interface QuotaStore {
-  take(counters: readonly [QuotaCounter, QuotaCounter]): Promise<QuotaTake>;
-  giveBack(counters: readonly [QuotaCounter, QuotaCounter]): Promise<void>;
+  take(counters: readonly [QuotaCounter, QuotaCounter], units?: number): Promise<QuotaTake>;
+  giveBack(counters: readonly [QuotaCounter, QuotaCounter], units?: number): Promise<void>;
 }
 
 type Counters = readonly [QuotaCounter, QuotaCounter];
@@ -25,11 +25,15 @@ interface Held {
   /** Caps and windows: a unit serves only a call with the same. */
   readonly terms: string;
   state: 'taking' | 'held';
+  /** Units held, while `held`. */
+  units: number;
   taking: Promise<void> | undefined;
   idle: NodeJS.Timeout | undefined;
 }
 
 const DEFAULT_IDLE_MS = 30_000;
+/** Units taken ahead at once: a database round trip for every few calls of a busy agent. */
+const DEFAULT_UNITS_AHEAD = 4;
 const TAKEN: QuotaTake = Object.freeze({ taken: true });
 
 const termsOf = (counters: Counters): string =>
@@ -43,6 +47,7 @@ export class QuotaReservations {
     private readonly store: QuotaStore,
     private readonly logger: Logger,
     private readonly idleMs = DEFAULT_IDLE_MS,
+    private readonly unitsAhead = DEFAULT_UNITS_AHEAD,
   ) {}
 
   /** One unit of both counters, the tenant's day first: a held one, or one from the store. */
@@ -52,8 +57,12 @@ export class QuotaReservations {
     const held = this.#held.get(key);
     if (held !== undefined && held.terms !== terms) void this.#giveBack(key, held);
     else if (held?.state === 'held') {
-      this.#forget(key, held);
-      this.#reserve(key, counters, terms);
+      held.units -= 1;
+      if (held.units > 0) this.#armIdle(key, held);
+      else {
+        this.#forget(key, held);
+        this.#reserve(key, counters, terms);
+      }
       return TAKEN;
     }
     let take = await this.store.take(counters);
@@ -71,26 +80,38 @@ export class QuotaReservations {
 
   #reserve(key: string, counters: Counters, terms: string): void {
     if (this.#held.has(key)) return;
-    const held: Held = { counters, terms, state: 'taking', taking: undefined, idle: undefined };
+    const held: Held = { counters, terms, state: 'taking', units: 0, taking: undefined, idle: undefined };
     this.#held.set(key, held);
-    held.taking = this.store
-      .take(counters)
-      .then((take) => {
-        if (this.#held.get(key) !== held || !take.taken) {
+    held.taking = this.#takeAhead(counters)
+      .then((units) => {
+        if (this.#held.get(key) !== held || units === 0) {
           this.#forget(key, held);
-          if (take.taken) void this.#returnUnit(counters);
+          if (units > 0) void this.#returnUnits(counters, units);
           return;
         }
         held.state = 'held';
-        held.idle = setTimeout(() => void this.#giveBack(key, held), this.idleMs).unref();
+        held.units = units;
+        this.#armIdle(key, held);
       })
       .catch((err: unknown) => {
         this.#forget(key, held);
-        this.logger.warn({ err }, 'execute_code: taking a unit ahead failed; the next call takes its own');
+        this.logger.warn({ err }, 'execute_code: taking units ahead failed; the next call takes its own');
       })
       .finally(() => {
         held.taking = undefined;
       });
+  }
+
+  /** As many units as the caps allow, up to `unitsAhead`; 0 when not even one is left. */
+  async #takeAhead(counters: Counters): Promise<number> {
+    if ((await this.store.take(counters, this.unitsAhead)).taken) return this.unitsAhead;
+    if (this.unitsAhead > 1 && (await this.store.take(counters, 1)).taken) return 1;
+    return 0;
+  }
+
+  #armIdle(key: string, held: Held): void {
+    clearTimeout(held.idle);
+    held.idle = setTimeout(() => void this.#giveBack(key, held), this.idleMs).unref();
   }
 
   /** Waits for the tenant's units being taken, then gives back those held; how many. */
@@ -101,20 +122,20 @@ export class QuotaReservations {
     return given.filter(Boolean).length;
   }
 
-  /** True when a held unit went back to the store. */
+  /** True when held units went back to the store. */
   async #giveBack(key: string, held: Held): Promise<boolean> {
     if (this.#held.get(key) !== held) return false;
     this.#forget(key, held);
-    if (held.state !== 'held') return false;
-    return this.#returnUnit(held.counters);
+    if (held.state !== 'held' || held.units === 0) return false;
+    return this.#returnUnits(held.counters, held.units);
   }
 
-  async #returnUnit(counters: Counters): Promise<boolean> {
+  async #returnUnits(counters: Counters, units: number): Promise<boolean> {
     try {
-      await this.store.giveBack(counters);
+      await this.store.giveBack(counters, units);
       return true;
     } catch (err) {
-      this.logger.warn({ err }, 'execute_code: a unit taken ahead could not be given back');
+      this.logger.warn({ err }, 'execute_code: units taken ahead could not be given back');
       return false;
     }
   }
