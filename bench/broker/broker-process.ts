@@ -10,6 +10,17 @@ import { killProcessesWorkingIn } from './sandbox-processes.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
+/**
+ * More environment for the broker, for investigations only: `BENCH_BROKER_ENV='A=1 B=2'`
+ * (e.g. `DATABASE_POOL_SIZE=30`, or glibc malloc tunables such as `MALLOC_TRIM_THRESHOLD_`).
+ */
+function extraBrokerEnv(): Record<string, string> {
+  const pairs = (process.env['BENCH_BROKER_ENV'] ?? '').split(' ').filter((pair) => pair.includes('='));
+  return Object.fromEntries(
+    pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
+}
+
 /** Bundling the agent and migrating a fresh database come before `listening`. */
 const START_TIMEOUT_MS = 90_000;
 /** The provider stops each agent with up to 5 s of grace, all at once. */
@@ -93,6 +104,7 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
         LOCAL_ISOLATION: 'bubblewrap',
         LOG_LEVEL: 'info',
         ...options.env,
+        ...extraBrokerEnv(),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

@@ -28,17 +28,6 @@ import {
 const RATE_LIMIT_PER_MINUTE = '1000000';
 const CALLER_SCOPES = ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'] as const;
 
-/**
- * More environment for the broker, for investigations only: `BENCH_BROKER_ENV='A=1 B=2'`
- * (e.g. glibc malloc tunables such as `MALLOC_TRIM_THRESHOLD_`).
- */
-function extraBrokerEnv(): Record<string, string> {
-  const pairs = (process.env['BENCH_BROKER_ENV'] ?? '').split(' ').filter((pair) => pair.includes('='));
-  return Object.fromEntries(
-    pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-  );
-}
-
 export interface RelayWorld {
   readonly broker: BrokerProcess;
   readonly database: ScratchDatabase;
@@ -73,7 +62,6 @@ export async function openRelayWorld(): Promise<RelayWorld> {
       env: {
         RATE_LIMIT_NEGOTIATE_PER_MINUTE: RATE_LIMIT_PER_MINUTE,
         RATE_LIMIT_SESSION_PER_MINUTE: RATE_LIMIT_PER_MINUTE,
-        ...extraBrokerEnv(),
       },
     });
     const url = broker.url;

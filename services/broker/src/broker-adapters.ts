@@ -66,6 +66,7 @@ export async function openBrokerAdapters(
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     migrate: true,
+    maxConnections: config.databasePoolSize ?? 10,
   });
   if (database.appliedMigrations.length > 0)
     logger.info({ migrations: database.appliedMigrations }, 'applied migrations');

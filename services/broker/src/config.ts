@@ -22,6 +22,8 @@ const BrokerEnv = z.object({
   BROKER_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   BROKER_DATA_DIR: z.string().default(DEFAULT_DATA_DIR),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/, message: 'must be a postgres:// URL' }).optional(),
+  // Connections to the Postgres server per broker process (pg's default is 10).
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
   REDIS_URL: z.url({ protocol: /^rediss?$/, message: 'must be a redis:// or rediss:// URL' }).optional(),
   // Brokers sharing a prefix share locks, presence and rate limits: one prefix per deployment.
   REDIS_KEY_PREFIX: z
@@ -118,6 +120,8 @@ export interface BrokerConfig {
   readonly publicUrl: string | undefined;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  /** Connections to a Postgres server (DATABASE_POOL_SIZE); absent: 10. */
+  readonly databasePoolSize?: number;
   readonly redisUrl: string | undefined;
   /** Absent: `sbx`. */
   readonly redisKeyPrefix?: string;
@@ -209,6 +213,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     publicUrl: e.BROKER_PUBLIC_URL,
     dataDir: path.resolve(e.BROKER_DATA_DIR),
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     masterKey: e.BROKER_MASTER_KEY,

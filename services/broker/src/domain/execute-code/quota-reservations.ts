@@ -74,7 +74,7 @@ export class QuotaReservations {
 
   /** Gives every held unit back, those still being taken included (shutdown). */
   async drain(): Promise<void> {
-    await Promise.all([...this.#held.values()].map((held) => held.taking));
+    await Promise.all([...this.#held.values()].map(async (held) => held.taking));
     await Promise.all([...this.#held].map(([key, held]) => this.#giveBack(key, held)));
   }
 
@@ -82,24 +82,29 @@ export class QuotaReservations {
     if (this.#held.has(key)) return;
     const held: Held = { counters, terms, state: 'taking', units: 0, taking: undefined, idle: undefined };
     this.#held.set(key, held);
-    held.taking = this.#takeAhead(counters)
-      .then((units) => {
-        if (this.#held.get(key) !== held || units === 0) {
-          this.#forget(key, held);
-          if (units > 0) void this.#returnUnits(counters, units);
-          return;
-        }
-        held.state = 'held';
-        held.units = units;
-        this.#armIdle(key, held);
-      })
-      .catch((err: unknown) => {
-        this.#forget(key, held);
-        this.logger.warn({ err }, 'execute_code: taking units ahead failed; the next call takes its own');
-      })
-      .finally(() => {
-        held.taking = undefined;
-      });
+    held.taking = this.#fill(key, held).finally(() => {
+      held.taking = undefined;
+    });
+  }
+
+  /** Takes units ahead into `held`, unless it was forgotten meanwhile (then they go back). */
+  async #fill(key: string, held: Held): Promise<void> {
+    let units: number;
+    try {
+      units = await this.#takeAhead(held.counters);
+    } catch (err) {
+      this.#forget(key, held);
+      this.logger.warn({ err }, 'execute_code: taking units ahead failed; the next call takes its own');
+      return;
+    }
+    if (this.#held.get(key) !== held || units === 0) {
+      this.#forget(key, held);
+      if (units > 0) await this.#returnUnits(held.counters, units);
+      return;
+    }
+    held.state = 'held';
+    held.units = units;
+    this.#armIdle(key, held);
   }
 
   /** As many units as the caps allow, up to `unitsAhead`; 0 when not even one is left. */
@@ -117,7 +122,7 @@ export class QuotaReservations {
   /** Waits for the tenant's units being taken, then gives back those held; how many. */
   async #releaseTenant(tenant: string): Promise<number> {
     const ofTenant = [...this.#held].filter(([, held]) => held.counters[0].subject === tenant);
-    await Promise.all(ofTenant.map(([, held]) => held.taking));
+    await Promise.all(ofTenant.map(async ([, held]) => held.taking));
     const given = await Promise.all(ofTenant.map(([key, held]) => this.#giveBack(key, held)));
     return given.filter(Boolean).length;
   }
