@@ -99,6 +99,12 @@ describe('broker configuration', () => {
     );
   });
 
+  it('sizes the Postgres pool from DATABASE_POOL_SIZE (10 by default) and refuses 0', () => {
+    expect(loadBrokerConfig({}).databasePoolSize).toBe(10);
+    expect(loadBrokerConfig({ DATABASE_POOL_SIZE: '32' }).databasePoolSize).toBe(32);
+    expect(problemsOf({ DATABASE_POOL_SIZE: '0' }).join()).toMatch(/^DATABASE_POOL_SIZE: /);
+  });
+
   it('derives the JWKS URL from the issuer', () => {
     const config = loadBrokerConfig({ OIDC_ISSUER: 'https://auth.example/realm', OIDC_AUDIENCE: 'sbx' });
     expect(config.oidc).toEqual({

@@ -2,16 +2,14 @@
 // redactor's readiness check aborting before any user code, and the tenant's network
 // environment deciding what the code can reach — under bubblewrap, as in production.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { ExecuteCodeResult } from '@sbx/protocol';
 import { httpCodeRunner, type CodeRunner } from '../../src/domain/execute-code/code-runner.js';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { until } from '../support/until.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 
@@ -35,11 +33,9 @@ function redactorlessRunner(runs: string[]): CodeRunner {
 }
 
 describe(`execute_code doors and guards [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
   const runs: string[] = [];
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) =>
-      (kit = await startLocalKit({ isolation: 'bubblewrap', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'bubblewrap',
     settings: { provisioningWaitMs: 30_000 },
   });
   let agent: string;
@@ -49,9 +45,6 @@ describe(`execute_code doors and guards [${backend.name}]`, () => {
     agent = await broker.apiKey({ scopes: ['exec:sandbox', 'write:sandbox'], principalType: 'agent' });
     admin = await broker.apiKey({ scopes: ALL_CALLER_SCOPES, principalType: 'user' });
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const run = async (url: string, key: string, path: string, body: object): Promise<ExecuteCodeResult> => {
     const res = await request(url).post(path).set(bearer(key)).send(body);

@@ -3,22 +3,19 @@
 // across calls, one sandbox_invocations row per call, output redacted, no credentials in
 // the code's environment, a disabled tenant failing closed, and caps exact under concurrency.
 import { createHash, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { ExecuteCodeResult } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { until } from '../support/until.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 
 describe(`execute_code through the broker [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     settings: { provisioningWaitMs: 20_000 },
   });
   let agent: string;
@@ -28,9 +25,6 @@ describe(`execute_code through the broker [${backend.name}]`, () => {
     agent = await broker.apiKey({ scopes: ['exec:sandbox', 'write:sandbox'], principalType: 'agent' });
     admin = await broker.apiKey({ scopes: ALL_CALLER_SCOPES, principalType: 'user' });
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const run = async (key: string, body: Record<string, unknown>): Promise<ExecuteCodeResult> => {
     const res = await request(broker.url).post('/v1/execute_code').set(bearer(key)).send(body);

@@ -4,24 +4,21 @@
 // so the first call always sees it), and a retry reaches the same files. A sandbox its owner
 // stopped stays stopped: 409 until `POST …/start`. Real broker, real local provider.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { ExecResponse, ThreadSandboxResponse } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 import { LeapingClock, stateOf, suspendThroughReaper } from '../lifecycle/suspend-kit.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 const HASH = { argv: ['sha256sum', 'notes/a.txt'] };
 
 describe(`relayed calls to a suspended sandbox [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
   const clock = new LeapingClock();
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     // No wait at all: a relayed call to a suspended sandbox answers 423 at once.
     settings: { provisioningWaitMs: 0 },
     dataplaneRelay: true,
@@ -35,9 +32,6 @@ describe(`relayed calls to a suspended sandbox [${backend.name}]`, () => {
       scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox'],
       principalType: 'service',
     });
-  });
-  afterAll(async () => {
-    await kit?.dispose();
   });
 
   /** A thread's sandbox with a file in it; its relay-mode endpoint, token and the file's hash. */

@@ -3,22 +3,19 @@
 // and WebSocket alike. The broker checks the token itself, so a revocation is refused at
 // the broker on the very next call; a caller's API key works too, within its caller scopes.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { WebSocket } from 'ws';
 import { ThreadSandboxResponse } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 
 describe(`relay mode [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     settings: { provisioningWaitMs: 20_000 },
     dataplaneRelay: true,
   });
@@ -39,9 +36,6 @@ describe(`relay mode [${backend.name}]`, () => {
     if (opened.status !== 200) throw new Error(`negotiation answered ${opened.status}`);
     session = ThreadSandboxResponse.parse(opened.body);
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const dp = (path: string, credential: string, init: RequestInit = {}) =>
     fetch(`${session.endpoints.http}${path}`, {

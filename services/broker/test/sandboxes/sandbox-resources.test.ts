@@ -4,16 +4,14 @@
 // the lifecycle (stop keeps files, start resumes them, delete ends), and the data plane
 // carried by the broker (files, commands, a shell) with tokens it mints itself.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { WebSocket } from 'ws';
 import { SandboxResource } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { until } from '../support/until.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 
@@ -49,10 +47,8 @@ async function waitFor(check: () => boolean, what: string): Promise<void> {
 }
 
 describe(`sandbox resources [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) =>
-      (kit = await startLocalKit({ isolation: 'bubblewrap', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'bubblewrap',
     settings: { provisioningWaitMs: 20_000 },
   });
   const owner = `usr_${randomUUID()}`;
@@ -79,9 +75,6 @@ describe(`sandbox resources [${backend.name}]`, () => {
     if (created.status !== 201) throw new Error(JSON.stringify(created.body));
     sandbox = SandboxResource.parse(created.body);
   }, 120_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const call = (method: 'get' | 'post' | 'patch' | 'delete', path: string, key: string) =>
     request(broker.url)[method](path).set(bearer(key));
