@@ -87,12 +87,20 @@ async function sequential(
   return latencies;
 }
 
+/** For investigations: `BENCH_ENSURE_PHASES=burst` runs that phase alone. */
+const phases = new Set((process.env['BENCH_ENSURE_PHASES'] ?? 'cold,warm,burst').split(','));
+
 export async function benchEnsure(): Promise<Verdict[]> {
-  const cold = await withBroker(0, (broker) => sequential(broker, 'cold', COLD_ENSURES, async () => {}));
-  const warm = await withBroker(WARM_POOL, async (broker, db) => {
-    await poolFull(db, WARM_POOL);
-    return sequential(broker, 'warm', WARM_POOL, () => poolFull(db, WARM_POOL));
-  });
+  const skipped = async () => [] as number[];
+  const cold = phases.has('cold')
+    ? await withBroker(0, (broker) => sequential(broker, 'cold', COLD_ENSURES, async () => {}))
+    : await skipped();
+  const warm = phases.has('warm')
+    ? await withBroker(WARM_POOL, async (broker, db) => {
+        await poolFull(db, WARM_POOL);
+        return sequential(broker, 'warm', WARM_POOL, () => poolFull(db, WARM_POOL));
+      })
+    : await skipped();
   const burst = await withBroker(BURST, async (broker, db) => {
     await poolFull(db, BURST);
     const results = await Promise.allSettled(

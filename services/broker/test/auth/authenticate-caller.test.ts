@@ -64,6 +64,28 @@ describeEachBackend('API key callers', (backend) => {
     await expect(auth.authenticate(`Bearer ${forged}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it('cost one lookup for a burst of concurrent requests with a new key, wrong ones included', async () => {
+    const store = repo();
+    let lookups = 0;
+    const counted = { verify: (key: string) => ((lookups += 1), store.verify(key)) };
+    const auth = createCallerAuthenticator({ apiKeys: counted });
+    const { key, record } = await newKey();
+    const principals = await Promise.all(
+      Array.from({ length: 100 }, () => auth.authenticate(`Bearer ${key}`)),
+    );
+    expect(principals.every((p) => p.keyId === record.id)).toBe(true);
+    expect(lookups).toBe(1);
+    const wrong = `sbk_${parseApiKey(key)?.prefix}_${'C'.repeat(43)}`;
+    const refused = await Promise.allSettled(
+      Array.from({ length: 20 }, () => auth.authenticate(`Bearer ${wrong}`)),
+    );
+    expect(refused.every((r) => r.status === 'rejected')).toBe(true);
+    expect(lookups).toBe(2);
+    // A wrong key is never remembered: the next try is looked up again.
+    await expect(auth.authenticate(`Bearer ${wrong}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(lookups).toBe(3);
+  });
+
   it('are read from a Bearer header only', async () => {
     const auth = createCallerAuthenticator({ apiKeys: repo() });
     const { key } = await newKey();

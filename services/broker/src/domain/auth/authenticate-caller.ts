@@ -73,14 +73,12 @@ export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): Caller
     deps.now ?? systemClock,
   );
 
-  async function byApiKey(key: string): Promise<Principal> {
-    const cached = cache.get(key);
-    if (cached !== undefined) return cached;
-    const record = await deps.apiKeys.verify(key);
-    if (record === null) throw new SbxError('UNAUTHENTICATED', 'API key is not valid');
-    const principal = principalOfKey(record);
-    cache.set(key, principal);
-    return principal;
+  function byApiKey(key: string): Promise<Principal> {
+    return cache.getOrLoad(key, async () => {
+      const record = await deps.apiKeys.verify(key);
+      if (record === null) throw new SbxError('UNAUTHENTICATED', 'API key is not valid');
+      return principalOfKey(record);
+    });
   }
 
   async function authenticate(authorization: string | undefined): Promise<Principal> {

@@ -1,7 +1,7 @@
 // A short-lived memory of API keys that verified, so a burst of requests with
 // one key costs one database lookup. Entries are keyed by the SHA-256 of the
 // key, so the cache never holds a usable credential. Only successes are kept:
-// a wrong key always reaches the store.
+// a wrong key always reaches the store (concurrent requests with one key share a lookup).
 import { createHash } from 'node:crypto';
 import type { Clock } from '@sbx/tokens';
 
@@ -12,6 +12,8 @@ interface Entry<T> {
 
 export class VerifiedKeyCache<T> {
   private readonly entries = new Map<string, Entry<T>>();
+  /** Lookups under way: a burst of requests with one new key costs one lookup, not one each. */
+  private readonly loading = new Map<string, Promise<T>>();
 
   constructor(
     private readonly ttlMs: number,
@@ -28,6 +30,20 @@ export class VerifiedKeyCache<T> {
       return undefined;
     }
     return entry.value;
+  }
+
+  /** The remembered value, else `load`'s (remembered when it resolves), shared by concurrent callers. */
+  async getOrLoad(key: string, load: () => Promise<T>): Promise<T> {
+    const cached = this.get(key);
+    if (cached !== undefined) return cached;
+    const digest = digestOf(key);
+    const pending = this.loading.get(digest);
+    if (pending !== undefined) return pending;
+    const loaded = load().finally(() => this.loading.delete(digest));
+    this.loading.set(digest, loaded);
+    const value = await loaded;
+    this.set(key, value);
+    return value;
   }
 
   set(key: string, value: T): void {
