@@ -178,6 +178,9 @@ export class LocalProvider implements SandboxProvider {
 
   /** Replaces `agent.key`; the agent reads it now when `revoke({notBefore})` follows, else within its check. */
   async claim(sandboxId: string, claim: WarmClaim): Promise<void> {
+    // A warm sandbox's variables file was made holding none: nothing to write for a caller
+    // without a client policy (the common claim, and a burst of them queues on file I/O).
+    if (Object.keys(claim.environment).length === 0) return;
     const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
     await replaceFile(paths.envFile, JSON.stringify(claim.environment));
   }
