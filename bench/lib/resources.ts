@@ -4,8 +4,8 @@
  * on Ctrl-C. Children run in their own process group: killing the group also takes
  * whatever they started (tsx's esbuild service, exec'd programs).
  */
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -71,6 +71,13 @@ export function makeTempDir(prefix: string): string {
 }
 
 export function removeTempDir(dir: string): void {
+  // A broker stopped before it closed (killed after its grace, or slowed by --cpu-prof) can
+  // leave sandbox workspace images mounted under its data directory.
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '')
+    .filter((target) => target.startsWith(`${dir}/`));
+  for (const target of mounts) spawnSync('umount', ['-l', target]);
   rmSync(dir, { recursive: true, force: true });
   tempDirs.delete(dir);
 }
