@@ -3,17 +3,15 @@
 // WebSocket), and `GET /admin/usage` the programs and file bytes the usage collector
 // recorded after real exec, upload and download.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { WebSocket } from 'ws';
 import { AdminSandboxDetail, FullSessionResponse, UsageReport } from '@sbx/protocol';
 import { createLogger } from '@sbx/service-kit';
 import { createUsageCollector } from '../../src/domain/admin/usage-collector.js';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
 
@@ -45,9 +43,8 @@ function openShell(sandbox: Door): Promise<{ id: string; socket: WebSocket }> {
 }
 
 describe(`admin detail and usage from real agents [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     settings: { provisioningWaitMs: 20_000 },
     loops: false,
   });
@@ -59,9 +56,6 @@ describe(`admin detail and usage from real agents [${backend.name}]`, () => {
     admin = await broker.apiKey({ scopes: ['admin:sandbox'], principalId: 'ops_admin' });
     user = await broker.apiKey({ scopes, principalType: 'user' });
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   /** The user's own thread sandbox, as the human it is (shell) or as its agent (process). */
   const open = async (threadId: string, actor: 'human' | 'agent'): Promise<Door> => {

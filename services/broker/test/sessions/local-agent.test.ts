@@ -2,22 +2,19 @@
 // against its own sandbox's agent for exactly the granted capabilities, not
 // against another sandbox's agent, and releasing the last binding ends the agent.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { ThreadSandboxResponse } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
 
 describe(`negotiated tokens on real agents [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
   // The local provider, its agents' exits recorded by the broker; its data directory removed after the tests.
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     settings: { provisioningWaitMs: 20_000 },
   });
   let human: string;
@@ -28,9 +25,6 @@ describe(`negotiated tokens on real agents [${backend.name}]`, () => {
     human = await broker.apiKey({ scopes, principalType: 'user' });
     agent = await broker.apiKey({ scopes, principalType: 'agent' });
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const open = async (key: string, threadId: string, scopes: string[]) => {
     const res = await request(broker.url)

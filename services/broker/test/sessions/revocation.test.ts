@@ -2,15 +2,13 @@
 // released human's token is refused and their open shell closes 1008; POST
 // /admin/revocations revokes one token, or a whole sandbox by rotating its key.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { WebSocket } from 'ws';
 import { RefreshTokenResponse, RevocationResponse, SessionResponse } from '@sbx/protocol';
-import type { LocalProvider } from '../../src/providers/local-provider.js';
-import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
-import { useBroker } from '../support/use-broker.js';
+import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
 /** The target is 1 s; the ceiling only keeps a broken build from hanging. */
@@ -70,9 +68,8 @@ const jtiOf = (token: string): string => {
 };
 
 describe(`revocation on real agents [${backend.name}]`, () => {
-  let kit: LocalKit | undefined;
-  const broker = useBroker<LocalProvider>(backend, {
-    provider: async (onAgentExit) => (kit = await startLocalKit({ isolation: 'none', onAgentExit })).provider,
+  const broker = useLocalBroker(backend, {
+    isolation: 'none',
     settings: { provisioningWaitMs: 20_000 },
   });
   let orchestrator: string;
@@ -84,9 +81,6 @@ describe(`revocation on real agents [${backend.name}]`, () => {
     });
     admin = await broker.apiKey({ scopes: [...ALL_CALLER_SCOPES] });
   }, 60_000);
-  afterAll(async () => {
-    await kit?.dispose();
-  });
 
   const negotiate = async (scopeId: string, actor: { type: string; id: string }) => {
     const res = await request(broker.url)
