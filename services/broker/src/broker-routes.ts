@@ -90,7 +90,7 @@ export interface BrokerRouting {
   /** WebSocket upgrades the broker serves (sandbox sessions); false: not one of its paths. */
   readonly upgrade: UpgradeHandler;
   close(): void;
-  /** Waits for rows of calls already answered (execute_code's invocations) to be written. */
+  /** Gives back the quota units execute_code took ahead (shutdown, before the database closes). */
   drain(): Promise<void>;
 }
 

@@ -48,21 +48,19 @@ const PURGE_BATCH = 5_000;
 export class InvocationRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
-  /** One statement through the raw path: this insert is on every execute_code call's way back. */
-  async record(row: NewInvocation): Promise<void> {
-    await guard(
-      'record sandbox invocation',
-      () =>
-        this.prisma.$executeRaw`
-        INSERT INTO "sandbox_invocations" ("id", "created_at", "tenant_id", "agent_id", "session_id",
-          "sandbox_id", "scope_type", "scope_id", "language", "executed_code_hash", "stdout_bytes",
-          "stderr_bytes", "stdout_truncated", "stderr_truncated", "exit_status", "failure_reason",
-          "duration_ms", "purge_after")
-        VALUES (${row.id}::uuid, ${row.createdAt}::timestamptz, ${row.tenantId}, ${row.agentId},
-          ${row.sessionId}, ${row.sandboxId}, ${row.scopeType}, ${row.scopeId}, ${row.language},
-          ${row.executedCodeHash}, ${row.stdoutBytes}::bigint, ${row.stderrBytes}::bigint,
-          ${row.stdoutTruncated}, ${row.stderrTruncated}, ${row.exitStatus}, ${row.failureReason},
-          ${row.durationMs}::int, ${row.purgeAfter}::timestamptz)`,
+  /**
+   * One row, on its own. execute_code's calls write theirs through the journal's group
+   * commit (`JournalWriter.recordInvocation`); this is for tools and for checking the table.
+   */
+  async record(invocation: NewInvocation): Promise<void> {
+    await guard('record sandbox invocation', () =>
+      this.prisma.sandboxInvocation.create({
+        data: {
+          ...invocation,
+          stdoutBytes: BigInt(invocation.stdoutBytes),
+          stderrBytes: BigInt(invocation.stderrBytes),
+        },
+      }),
     );
   }
 

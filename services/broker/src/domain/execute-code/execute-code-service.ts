@@ -4,11 +4,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { SbxError, type ExecuteCodeLanguage, type ExecuteCodeResult, type Scope } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
-import type {
-  ExecuteCodeQuotaRepository,
-  InvocationRepository,
-  TenantPolicyRecord,
-} from '../../store/index.js';
+import type { ExecuteCodeQuotaRepository, NewInvocation, TenantPolicyRecord } from '../../store/index.js';
 import type { AuditContext } from '../audit/audit-trail.js';
 import { hasCallerScope } from '../auth/principal.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -41,7 +37,8 @@ export interface ExecuteCodeDeps {
   readonly quota: Pick<ExecuteCodeQuotaRepository, 'take' | 'giveBack'>;
   /** How long a unit taken ahead for an agent's next call is held before it goes back. */
   readonly quotaHoldMs?: number;
-  readonly invocations: Pick<InvocationRepository, 'record'>;
+  /** Where the row goes as the answer leaves: the journal (`recordInvocation`). */
+  readonly invocations: { record(row: NewInvocation): Promise<void> };
   readonly runner: CodeRunner;
   readonly logger: Logger;
   readonly now: () => number;
@@ -55,7 +52,6 @@ export class ExecuteCodeService {
   readonly #readiness: RedactorReadiness;
   readonly #quota: QuotaReservations;
   readonly #sessions = new CodeSessions();
-  readonly #recording = new Set<Promise<void>>();
 
   constructor(private readonly deps: ExecuteCodeDeps) {
     this.#readiness = new RedactorReadiness(deps.runner);
@@ -65,8 +61,8 @@ export class ExecuteCodeService {
   /**
    * The call's result, and its sandbox_invocations row on its way: the caller answers first
    * and then awaits `recorded`, so the row's commit is not part of the call's latency.
-   * `recorded` never rejects (a row that could not be written is logged as an error);
-   * `drain()` waits for the rows still being written.
+   * `recorded` never rejects (a row that could not be written is logged as an error); the
+   * journal's drain waits for the rows still being written.
    */
   async execute(context: AuditContext, target: ExecuteTarget, call: ExecuteCodeCall): Promise<ExecutedCall> {
     const { principal } = context;
@@ -91,18 +87,12 @@ export class ExecuteCodeService {
     const recorded = this.deps.invocations.record(row).catch((err: unknown) => {
       this.deps.logger.error({ err, invocation_id: row.id }, 'execute_code invocation row not written');
     });
-    this.#recording.add(recorded);
-    void recorded.finally(() => this.#recording.delete(recorded));
     return { result, recorded };
   }
 
-  /**
-   * Resolves once every row of a call answered so far is written and every quota unit taken
-   * ahead is given back (shutdown waits for this).
-   */
-  async drain(): Promise<void> {
-    await Promise.all(this.#recording);
-    await this.#quota.drain();
+  /** Gives back every quota unit taken ahead (shutdown; the journal drains the rows). */
+  drain(): Promise<void> {
+    return this.#quota.drain();
   }
 
   async #run(

@@ -133,7 +133,6 @@ export class SandboxResources {
 
   /** Resumes a suspended sandbox with its workspace; a running one answers as it is. */
   async start(context: AuditContext, id: string): Promise<SandboxResource> {
-    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'terminated' || sandbox.state === 'failed')
       throw new SbxError('CONFLICT', `sandbox ${id} is ${sandbox.state}; create a new one`);
@@ -145,11 +144,11 @@ export class SandboxResources {
       provider_preference: 'auto',
       mvp: false,
     });
+    this.#running.forget(id);
     return this.get(context.principal, id);
   }
 
   async stop(context: AuditContext, id: string): Promise<SandboxResource> {
-    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'suspended') return toSandboxResource(sandbox);
     if (sandbox.state !== 'active' && sandbox.state !== 'idle')
@@ -164,7 +163,6 @@ export class SandboxResources {
 
   /** Idempotent: a sandbox already terminated answers as deleted. */
   async delete(context: AuditContext, id: string): Promise<void> {
-    this.#running.forget(id);
     const sandbox = await this.find(context.principal, id);
     if (sandbox.state === 'terminated') return;
     await forceMove(this.deps.actions, sandbox, DELETE, context);
