@@ -95,21 +95,24 @@ export class SessionBindingRepository {
     );
   }
 
-  /** The live binding of an actor on a scope with its sandbox, in one query (the hot path of `get`). */
-  async findLiveWithSandbox(
+  /**
+   * The scope's live sandbox and, when the actor holds one on it, the actor's live binding,
+   * in one read (a negotiation's first question); null when the scope has no live sandbox.
+   */
+  async findLiveScope(
     key: BindingKey,
-  ): Promise<{ binding: SessionBindingRecord; sandbox: SandboxRecord } | null> {
+  ): Promise<{ sandbox: SandboxRecord; binding: SessionBindingRecord | null } | null> {
     const { tenantId, ownerId, scopeType, scopeId, actorType, actorId } = key;
-    const row = await guard('find session binding', () =>
-      this.prisma.sessionBinding.findFirst({
-        where: { tenantId, ownerId, scopeType, scopeId, actorType, actorId, live: true },
-        include: { sandbox: true },
+    const row = await guard('find sandbox', () =>
+      this.prisma.sandbox.findFirst({
+        where: { tenantId, ownerId, scopeType, scopeId, live: true },
+        include: { bindings: { where: { actorType, actorId, live: true } } },
         relationLoadStrategy: 'join',
       }),
     );
     if (row === null) return null;
-    const { sandbox, ...binding } = row;
-    return { binding, sandbox };
+    const { bindings, ...sandbox } = row;
+    return { sandbox, binding: bindings[0] ?? null };
   }
 
   /** Replaces the capabilities granted to a live binding; false when it is released or unknown. */

@@ -1,18 +1,14 @@
 // Warm pools' sandboxes (docs/warm-pools.md). A claim takes the oldest warm sandbox of
 // this instance's kind with SKIP LOCKED, so concurrent claims never take the same one
 // and never wait on each other, and records it in `sandboxes` with its creator's
-// binding in the same transaction: a claim that loses its scope to a concurrent create
-// rolls back and the warm sandbox stays in the pool.
+// binding in the same statement (warm-claim-statement.ts): a claim that loses its scope
+// to a concurrent create changes nothing and the warm sandbox stays in the pool.
 import type { NetworkEnvironment, PrismaClient, WarmSandbox } from './generated/client.js';
 import { guard } from './db-errors.js';
 import type { NewSandbox } from './sandbox-repository.js';
 import type { NewSessionBinding } from './session-binding-repository.js';
-import {
-  bindingData,
-  SESSION_CONSTRAINTS,
-  TX_OPTIONS,
-  type SandboxWithBinding,
-} from './session-transactions.js';
+import { SESSION_CONSTRAINTS, type SandboxWithBinding } from './session-transactions.js';
+import { claimRows, claimStatement } from './warm-claim-statement.js';
 
 export type WarmSandboxRecord = WarmSandbox;
 export type NewWarmSandbox = Omit<WarmSandbox, 'createdAt'>;
@@ -69,41 +65,12 @@ export class WarmPoolRepository {
   ): Promise<(SandboxWithBinding & { readonly warm: WarmSandboxRecord }) | null> {
     return guard(
       'claim a warm sandbox',
-      () =>
-        this.prisma.$transaction(async (tx) => {
-          const [warm] = await tx.$queryRaw<WarmSandboxRecord[]>`
-            DELETE FROM warm_sandboxes WHERE id = (
-              SELECT id FROM warm_sandboxes
-              WHERE host_instance = ${kind.hostInstance} AND provider = ${kind.provider}
-                AND template = ${kind.template} AND environment = ${kind.environment}::"NetworkEnvironment"
-              ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
-            RETURNING id, provider, template, environment, host_instance AS "hostInstance",
-              provider_ref AS "providerRef", http_base_url AS "httpBaseUrl", ws_base_url AS "wsBaseUrl",
-              workspace_path AS "workspacePath", signing_key_cipher AS "signingKeyCipher",
-              created_at AS "createdAt"`;
-          if (warm === undefined) return null;
-          const created = await tx.sandbox.create({
-            data: {
-              ...sandbox,
-              id: warm.id,
-              provider: warm.provider,
-              providerRef: warm.providerRef,
-              environment: warm.environment,
-              template: warm.template,
-              httpBaseUrl: warm.httpBaseUrl,
-              wsBaseUrl: warm.wsBaseUrl,
-              workspacePath: warm.workspacePath,
-              signingKeyCipher: warm.signingKeyCipher,
-              hostInstance: warm.hostInstance,
-              state: 'active',
-              activeAt: new Date(),
-            },
-          });
-          const bound = await tx.sessionBinding.create({
-            data: bindingData({ ...binding, sandboxId: warm.id }),
-          });
-          return { sandbox: created, binding: bound, warm };
-        }, TX_OPTIONS),
+      async () => {
+        const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>(
+          claimStatement(kind, sandbox, binding, new Date()),
+        );
+        return rows[0] === undefined ? null : claimRows(rows[0]);
+      },
       SESSION_CONSTRAINTS,
     );
   }

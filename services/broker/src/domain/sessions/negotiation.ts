@@ -138,12 +138,17 @@ async function acquire(
   const { sandboxes } = core.repositories;
   const { scope } = wanted;
   const named = `${scope.scopeType} ${scope.scopeId}`;
+  // The first round's read of the scope, when the held check made it.
+  let known: SandboxRecord | null | undefined;
   if (mode !== 'create_only') {
-    const held = await heldAndActive(core, wanted);
+    const found = await core.repositories.bindings.findLiveScope(bindingKey(wanted));
+    const held = heldAndActive(found, wanted);
     if (held !== null) return held;
+    known = found?.sandbox ?? null;
   }
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const existing = await sandboxes.findLiveByScope(scope);
+    const existing = known !== undefined ? known : await sandboxes.findLiveByScope(scope);
+    known = undefined;
     if (existing === null) {
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
       await assertRoomForAgent(sandboxes, wanted.policy, scope);
@@ -167,17 +172,19 @@ async function acquire(
   throw sandboxStarting();
 }
 
-/**
- * The common case in one read: the actor already holds a live binding, with the grant it
- * asks for, on the scope's sandbox, which is up. (A live sandbox is the scope's only one.)
- */
-async function heldAndActive(core: SessionCore, wanted: Wanted): Promise<Acquired | null> {
-  const key = { ...wanted.scope, actorType: wanted.actor.type, actorId: wanted.actor.id };
-  const held = await core.repositories.bindings.findLiveWithSandbox(key);
-  if (held === null) return null;
-  const { binding, sandbox } = held;
-  const current = sandbox.live === true && sandbox.state === 'active';
+/** The common case: the actor already holds a live binding, with the grant it asks for, on the scope's sandbox, which is up. */
+function heldAndActive(
+  found: { sandbox: SandboxRecord; binding: SessionBindingRecord | null } | null,
+  wanted: Wanted,
+): Acquired | null {
+  if (found === null || found.binding === null) return null;
+  const { binding, sandbox } = found;
+  const current = sandbox.state === 'active';
   return current && sameScopes(binding.capabilities, wanted.capabilities) ? { sandbox, binding } : null;
+}
+
+function bindingKey(wanted: Wanted) {
+  return { ...wanted.scope, actorType: wanted.actor.type, actorId: wanted.actor.id };
 }
 
 function creatorBinding(wanted: Wanted) {
@@ -198,7 +205,7 @@ async function bind(
   wanted: Wanted,
 ): Promise<SessionBindingRecord | null> {
   const { bindings, sessionTransactions } = core.repositories;
-  const key = { ...wanted.scope, actorType: wanted.actor.type, actorId: wanted.actor.id };
+  const key = bindingKey(wanted);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const live = await bindings.findLive(key);
     if (live !== null && live.sandboxId !== sandbox.id) {
