@@ -2,13 +2,16 @@
 // INSERT of the sandbox and the INSERT of its creator's binding are data-modifying CTEs of
 // a single query, so a claim is one round trip and one commit, atomic as a transaction
 // is: when the scope's unique index refuses the sandbox, nothing of the statement
-// happens and the warm row stays in the pool. The column maps are typed against the
+// happens and the warm row stays in the pool. The tenant's running-sandbox limits are
+// checked in the same statement (a claim over them takes nothing; the cold path then
+// refuses with the limit's own error). The column maps are typed against the
 // Prisma models, so a column added to either model fails to compile until it is read
 // back here too.
 import { Prisma } from './generated/client.js';
 import type { SandboxRecord } from './sandbox-repository.js';
 import type { NewSessionBinding, SessionBindingRecord } from './session-binding-repository.js';
-import type { ClaimedSandbox, WarmKind, WarmSandboxRecord } from './warm-pool-repository.js';
+import { RUNNING_STATES } from './sandbox-states.js';
+import type { ClaimedSandbox, ClaimRoom, WarmKind, WarmSandboxRecord } from './warm-pool-repository.js';
 
 type ColumnMap<T> = { readonly [K in keyof T]-?: string };
 
@@ -95,10 +98,22 @@ export interface ClaimRows {
   readonly binding: SessionBindingRecord;
 }
 
+/** True while the tenant (and the owner, when it has a limit) runs fewer sandboxes than it may. */
+function roomLeft(sandbox: ClaimedSandbox, room: ClaimRoom): Prisma.Sql {
+  const running = (owner: Prisma.Sql) => Prisma.sql`(
+    SELECT count(*) FROM sandboxes WHERE tenant_id = ${sandbox.tenantId} ${owner} AND live
+      AND state::text IN (${Prisma.join([...RUNNING_STATES])}))`;
+  const tenant = Prisma.sql`${running(Prisma.empty)} < ${room.maxSandboxes}`;
+  return room.maxSandboxesPerOwner === null
+    ? tenant
+    : Prisma.sql`${tenant} AND ${running(Prisma.sql`AND owner_id = ${sandbox.ownerId}`)} < ${room.maxSandboxesPerOwner}`;
+}
+
 export function claimStatement(
   kind: WarmKind,
   sandbox: ClaimedSandbox,
   binding: Omit<NewSessionBinding, 'sandboxId'>,
+  room: ClaimRoom,
   activeAt: Date,
 ): Prisma.Sql {
   return Prisma.sql`
@@ -108,6 +123,7 @@ export function claimStatement(
         WHERE host_instance = ${kind.hostInstance} AND provider = ${kind.provider}
           AND template = ${kind.template} AND environment = ${kind.environment}::"NetworkEnvironment"
         ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
+      AND ${roomLeft(sandbox, room)}
       RETURNING *),
     s AS (
       INSERT INTO sandboxes (id, tenant_id, owner_id, scope_type, scope_id, provider, provider_ref,

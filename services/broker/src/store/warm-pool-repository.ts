@@ -27,6 +27,13 @@ export type ClaimedSandbox = Omit<
   'id' | 'provider' | 'providerRef' | 'environment' | 'httpBaseUrl' | 'wsBaseUrl' | 'signingKeyCipher'
 >;
 
+/** The running-sandbox limits a claim must leave room in (the tenant's policy). */
+export interface ClaimRoom {
+  readonly maxSandboxes: number;
+  /** null: the owner may use all of the tenant's. */
+  readonly maxSandboxesPerOwner: number | null;
+}
+
 export class WarmPoolRepository {
   constructor(private readonly prisma: PrismaClient) {}
 
@@ -55,19 +62,21 @@ export class WarmPoolRepository {
 
   /**
    * Takes a warm sandbox of `kind` into `sandbox`'s scope as `active`, with its creator's
-   * binding; null when none is left. CONFLICT when the scope got a live sandbox meanwhile
-   * (the warm sandbox then stays in the pool).
+   * binding; null when none is left or the tenant has no room for one more running
+   * sandbox. CONFLICT when the scope got a live sandbox meanwhile (the warm sandbox then
+   * stays in the pool).
    */
   claim(
     kind: WarmKind,
     sandbox: ClaimedSandbox,
     binding: Omit<NewSessionBinding, 'sandboxId'>,
+    room: ClaimRoom,
   ): Promise<(SandboxWithBinding & { readonly warm: WarmSandboxRecord }) | null> {
     return guard(
       'claim a warm sandbox',
       async () => {
         const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>(
-          claimStatement(kind, sandbox, binding, new Date()),
+          claimStatement(kind, sandbox, binding, room, new Date()),
         );
         return rows[0] === undefined ? null : claimRows(rows[0]);
       },

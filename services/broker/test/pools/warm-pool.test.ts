@@ -64,6 +64,29 @@ describeEachBackend('warm pool (fake provider)', (backend) => {
     expect(ids.every((id) => before.has(id))).toBe(true);
   });
 
+  it("refuses a claim over the tenant's running-sandbox limit and keeps the pool", async () => {
+    const tenantId = `tenant_${randomUUID()}`;
+    await broker.repositories.policies.upsertTenantPolicy(tenantId, { maxSandboxes: 1 });
+    const key = await broker.apiKey({ scopes: ['write:sandbox'], tenantId });
+    await full();
+    const initial = await warmIds();
+    const first = await ensure(key);
+    expect(initial.has(first)).toBe(true); // within the limit: claimed from the pool
+    expect((await broker.repositories.sandboxes.findById(first, { tenantId }))?.state).toBe('active');
+    await full();
+    const before = await warmIds();
+    expect(before.has(first)).toBe(false);
+
+    const over = await request(broker.url)
+      .post('/v1/sandbox/sessions')
+      .set(bearer(key))
+      .send({ thread_id: `thr_${randomUUID()}`, mode: 'ensure' });
+
+    expect(over.status).toBe(403);
+    expect(over.body.error.message).toContain("tenant's limit");
+    expect(await warmIds()).toEqual(before);
+  });
+
   it('starts an internal-only tenant cold: the pool is on the default-public network', async () => {
     await full();
     const tenantId = `tenant_${randomUUID()}`;

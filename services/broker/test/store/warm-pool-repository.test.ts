@@ -12,6 +12,8 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
     pool = new WarmPoolRepository(db().prisma);
   });
 
+  const ROOMY = { maxSandboxes: 1000, maxSandboxesPerOwner: null };
+
   const kindOf = (): WarmKind => ({
     hostInstance: uid('host'),
     provider: 'local',
@@ -52,7 +54,7 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
     const oldest = await addWarm(kind);
     await addWarm(kind);
     const scope = scopeOf();
-    const claimed = await pool.claim(kind, scope, bindingOf(scope));
+    const claimed = await pool.claim(kind, scope, bindingOf(scope), ROOMY);
     expect(claimed).not.toBeNull();
     const sandbox = await db().prisma.sandbox.findUniqueOrThrow({ where: { id: oldest.id } });
     const binding = await db().prisma.sessionBinding.findUniqueOrThrow({
@@ -77,7 +79,7 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
     const kind = kindOf();
     const other = await addWarm({ ...kind, template: 'python' });
     const scope = scopeOf();
-    expect(await pool.claim(kind, scope, bindingOf(scope))).toBeNull();
+    expect(await pool.claim(kind, scope, bindingOf(scope), ROOMY)).toBeNull();
     expect(await db().prisma.warmSandbox.count({ where: { id: other.id } })).toBe(1);
     expect(await db().prisma.sandbox.count({ where: { scopeId: scope.scopeId } })).toBe(0);
   });
@@ -89,7 +91,7 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
     const first = newSandbox({ ...scope });
     await new SessionTransactions(db().prisma).createSandboxWithBinding(first, bindingOf(scope));
     const losing = bindingOf(scope);
-    await expect(pool.claim(kind, scope, losing)).rejects.toMatchObject({
+    await expect(pool.claim(kind, scope, losing, ROOMY)).rejects.toMatchObject({
       code: 'CONFLICT',
       details: { constraint: 'sandbox_one_live_per_scope' },
     });
@@ -104,11 +106,35 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
     const claims = await Promise.all(
       Array.from({ length: 7 }, () => {
         const scope = scopeOf();
-        return pool.claim(kind, scope, bindingOf(scope));
+        return pool.claim(kind, scope, bindingOf(scope), ROOMY);
       }),
     );
     const ids = claims.flatMap((claim) => (claim === null ? [] : [claim.sandbox.id]));
     expect(ids.toSorted()).toEqual(warm.map((row) => row.id).toSorted());
     expect(claims.filter((claim) => claim === null)).toHaveLength(3);
+  });
+
+  it('takes nothing when the tenant or the owner has no room for one more running sandbox', async () => {
+    const kind = kindOf();
+    const warm = await addWarm(kind);
+    const scope = scopeOf();
+    const running = newSandbox({ tenantId: scope.tenantId, ownerId: scope.ownerId });
+    await new SessionTransactions(db().prisma).createSandboxWithBinding(
+      running,
+      bindingOf({ ...scope, scopeId: running.scopeId }),
+    );
+    const full = [
+      { maxSandboxes: 1, maxSandboxesPerOwner: null },
+      { maxSandboxes: 10, maxSandboxesPerOwner: 1 },
+    ];
+    for (const room of full) expect(await pool.claim(kind, scope, bindingOf(scope), room)).toBeNull();
+    expect(await db().prisma.warmSandbox.count({ where: { id: warm.id } })).toBe(1);
+    // Another owner of the tenant still has room under its own limit.
+    const other = { ...scopeOf(), tenantId: scope.tenantId };
+    const claimed = await pool.claim(kind, other, bindingOf(other), {
+      maxSandboxes: 2,
+      maxSandboxesPerOwner: 1,
+    });
+    expect(claimed?.sandbox.id).toBe(warm.id);
   });
 });

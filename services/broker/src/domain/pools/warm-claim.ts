@@ -65,6 +65,7 @@ export async function claimWarm(deps: WarmClaimDeps, request: WarmClaimRequest):
         hardExpiresAt: new Date(at + policy.hardTtlSeconds * 1000),
       },
       request.binding,
+      policy,
     );
   } catch (err) {
     if (err instanceof SbxError && err.details?.['constraint'] === 'sandbox_one_live_per_scope')

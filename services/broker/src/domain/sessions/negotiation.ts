@@ -19,7 +19,6 @@ import type { AuditContext } from '../audit/audit-trail.js';
 import { requireNegotiationScope, resolveActor } from './actor-resolution.js';
 import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
 import type { Acquired } from './sandbox-lifecycle.js';
-import { assertRoomForAgent } from './sandbox-quota.js';
 import {
   audited,
   clientPolicy,
@@ -151,7 +150,6 @@ async function acquire(
     known = undefined;
     if (existing === null) {
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
-      await assertRoomForAgent(sandboxes, wanted.policy, scope);
       const created = await core.lifecycle.create(
         context,
         scope,

@@ -32,6 +32,7 @@ import type { KeyVault } from '../keys/key-vault.js';
 import type { BrokerMetrics } from '../metrics/broker-metrics.js';
 import { auditSandbox } from './sandbox-audit.js';
 import type { SandboxLocks } from './sandbox-locks.js';
+import { assertRoomForAgent } from './sandbox-quota.js';
 import { resumeSandbox } from './sandbox-resume.js';
 import { providerFailure, sandboxStarting, sessionExpired } from './session-errors.js';
 import { newSandboxId } from './session-ids.js';
@@ -83,6 +84,8 @@ export class SandboxLifecycle {
       if (claimed === 'scope-taken') return null;
       if (claimed !== 'none') return claimed;
     }
+    // A claim checks the limits in its own statement; a cold start reads them first.
+    await assertRoomForAgent(this.deps.sandboxes, policy, scope);
     const id = newSandboxId();
     // A fresh id: the lock is free; holding it keeps the reaper away while the provider works.
     const run = await this.deps.locks.run(id, 0, () =>
