@@ -22,7 +22,10 @@ export class VerifiedKeyCache<T> {
   ) {}
 
   get(key: string): T | undefined {
-    const digest = digestOf(key);
+    return this.#remembered(digestOf(key));
+  }
+
+  #remembered(digest: string): T | undefined {
     const entry = this.entries.get(digest);
     if (entry === undefined) return undefined;
     if (entry.expiresAt <= this.clock()) {
@@ -34,21 +37,24 @@ export class VerifiedKeyCache<T> {
 
   /** The remembered value, else `load`'s (remembered when it resolves), shared by concurrent callers. */
   async getOrLoad(key: string, load: () => Promise<T>): Promise<T> {
-    const cached = this.get(key);
+    const digest = digestOf(key); // once per call: the key is hashed for the lookup and the entry alike
+    const cached = this.#remembered(digest);
     if (cached !== undefined) return cached;
-    const digest = digestOf(key);
     const pending = this.loading.get(digest);
     if (pending !== undefined) return pending;
     const loaded = load().finally(() => this.loading.delete(digest));
     this.loading.set(digest, loaded);
     const value = await loaded;
-    this.set(key, value);
+    this.#remember(digest, value);
     return value;
   }
 
   set(key: string, value: T): void {
+    this.#remember(digestOf(key), value);
+  }
+
+  #remember(digest: string, value: T): void {
     if (this.ttlMs <= 0) return;
-    const digest = digestOf(key);
     this.entries.delete(digest);
     // Map keeps insertion order: the first entry is the oldest.
     while (this.entries.size >= this.maxEntries) {
