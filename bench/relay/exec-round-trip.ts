@@ -2,13 +2,14 @@
  * Exec round trip: the relayed `POST /v1/sandboxes/{id}/commands {cmd: 'true'}` (the broker
  * authenticates, rate-limits, finds the sandbox, renews its lease, mints and records a token,
  * calls the agent's `/v1/exec`, audits the call) against the direct `POST {agent}/v1/exec
- * {cmd: 'true'}` with a token negotiated once — the floor. For context: the same direct call
- * through a bare pipe proxy in its own process (pipe-proxy.ts: the cost of any extra hop on
- * this machine), and the stage `GET /v1/sandboxes/{id}`, what the broker's read-only path
- * (authentication, rate limit, one lookup) costs on its own. Alternating rounds
- * (bench/execute_code's `alternateRounds`), each subject on its own kept-alive connection;
- * broker, proxy and Postgres CPU per call are charged per round; then the database writes of
- * a batch of relayed calls.
+ * {cmd: 'true'}` with a token negotiated once — the floor. For context, the same direct
+ * call through two proxies, each in its own process: a bare pipe proxy (pipe-proxy.ts: the
+ * cost of any extra hop on this machine) and a minimal Express route (express-proxy.ts:
+ * what Express alone adds); and the stage `GET /v1/sandboxes/{id}`, what the broker's
+ * read-only path (authentication, rate limit, one lookup) costs on its own. Alternating
+ * rounds (bench/execute_code's `alternateRounds`), each subject on its own kept-alive
+ * connection; broker and proxy CPU per call are charged per round, with Postgres's; then
+ * the database writes of a batch of relayed calls.
  */
 import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
 import { alternateRounds, type Subject, type Tally } from '../execute_code/rounds.js';
@@ -24,25 +25,40 @@ const WRITE_CALLS = 100;
 const TARGET_RATIO = 1.2;
 const MS = 1e6;
 
-type Name = 'relay' | 'direct' | 'proxy' | 'get';
+type Name = 'relay' | 'direct' | 'proxy' | 'express' | 'get';
 
 export async function benchExecRoundTrip(world: RelayWorld): Promise<Verdict[]> {
   const access = await world.direct();
   const proxy = await startProxyProcess(access.agentUrl);
   try {
-    return await measure(world, access, proxy);
+    const express = await startProxyProcess(access.agentUrl, 'bench/relay/express-proxy.ts');
+    try {
+      return await measure(world, access, { proxy, express });
+    } finally {
+      await express.stop();
+    }
   } finally {
     await proxy.stop();
   }
 }
 
-async function measure(world: RelayWorld, access: DirectAccess, proxy: ProxyProcess): Promise<Verdict[]> {
+interface ContextProxies {
+  /** pipe-proxy.ts: any extra hop. */
+  readonly proxy: ProxyProcess;
+  /** express-proxy.ts: an Express route that forwards the command. */
+  readonly express: ProxyProcess;
+}
+
+async function measure(world: RelayWorld, access: DirectAccess, proxies: ContextProxies): Promise<Verdict[]> {
   const { broker, key, sandboxId } = world;
+  const { proxy, express } = proxies;
   const viaProxy = { ...access, agentUrl: proxy.url };
+  const viaExpress = { ...access, agentUrl: express.url };
   const subjects: ReadonlyArray<Subject & { readonly name: Name }> = [
     { name: 'relay', op: async (agent) => (await relayExec(broker.url, key, sandboxId, agent)).duration_ms },
     { name: 'direct', op: async (agent) => (await directExec(access, agent)).duration_ms },
     { name: 'proxy', op: async (agent) => (await directExec(viaProxy, agent)).duration_ms },
+    { name: 'express', op: async (agent) => (await directExec(viaExpress, agent)).duration_ms },
     {
       name: 'get',
       op: async (agent) => {
@@ -51,9 +67,12 @@ async function measure(world: RelayWorld, access: DirectAccess, proxy: ProxyProc
       },
     },
   ];
-  // Broker and proxy together: each round charges both to its subject, and the one not
-  // called in a round only does background work (the lines name the one that was called).
-  const cpu = { brokerCpuMs: () => broker.cpuMs() + proxy.cpuMs(), database: world.database.name };
+  // Broker and proxies together: each round charges all to its subject, and those not
+  // called in a round only do background work (the lines name the one that was called).
+  const cpu = {
+    brokerCpuMs: () => broker.cpuMs() + proxy.cpuMs() + express.cpuMs(),
+    database: world.database.name,
+  };
   const t = Object.fromEntries(await alternateRounds(subjects, PLAN, cpu)) as Record<Name, Tally>;
   const p = (tally: Tally, q: number): number => percentile(tally.latenciesNs, q) / MS;
   const perCallUs = (ms: number, tally: Tally): number => (ms * 1000) / tally.latenciesNs.length;
@@ -74,6 +93,9 @@ async function measure(world: RelayWorld, access: DirectAccess, proxy: ProxyProc
     info('exec: bare proxy / direct p50', p(t.proxy, 50) / p(t.direct, 50), '×'),
     info('exec: relay / bare proxy p50', p(t.relay, 50) / p(t.proxy, 50), '×'),
     info('exec: relay − bare proxy p50', p(t.relay, 50) - p(t.proxy, 50), 'ms'),
+    info('exec: context direct through a minimal Express route p50', p(t.express, 50), 'ms'),
+    info('exec: minimal Express route / direct p50', p(t.express, 50) / p(t.direct, 50), '×'),
+    info('exec: relay − minimal Express route p50', p(t.relay, 50) - p(t.express, 50), 'ms'),
     info('exec: stage GET /v1/sandboxes/{id} p50', p(t.get, 50), 'ms'),
     info('exec: stage GET /v1/sandboxes/{id} p99', p(t.get, 99), 'ms'),
     info('exec: agent duration_ms p50: direct', percentile(t.direct.agentMs, 50), 'ms'),
@@ -81,6 +103,7 @@ async function measure(world: RelayWorld, access: DirectAccess, proxy: ProxyProc
     info('exec: broker CPU per relayed call', perCallUs(t.relay.brokerCpuMs, t.relay), 'µs'),
     info('exec: broker CPU per GET /v1/sandboxes/{id}', perCallUs(t.get.brokerCpuMs, t.get), 'µs'),
     info('exec: bare proxy CPU per call', perCallUs(t.proxy.brokerCpuMs, t.proxy), 'µs'),
+    info('exec: minimal Express route CPU per call', perCallUs(t.express.brokerCpuMs, t.express), 'µs'),
     info(
       'exec: broker + proxy CPU per direct call (background)',
       perCallUs(t.direct.brokerCpuMs, t.direct),

@@ -1,4 +1,4 @@
-/** The bare pipe proxy (pipe-proxy.ts) as a separate process, as bench/broker runs its floor server. */
+/** A context proxy (pipe-proxy.ts, express-proxy.ts) as a separate process, as bench/broker runs its floor server. */
 import { createInterface } from 'node:readline';
 import { REPO_ROOT } from '../broker/broker-process.js';
 import { cpuMs } from '../lib/process-stats.js';
@@ -12,19 +12,21 @@ export interface ProxyProcess {
   stop(): Promise<void>;
 }
 
-/** Starts bench/relay/pipe-proxy.ts in its own process, forwarding to `agentUrl`. */
-export async function startProxyProcess(agentUrl: string): Promise<ProxyProcess> {
+/**
+ * Starts bench/relay/pipe-proxy.ts (or `script`: express-proxy.ts) in its own process,
+ * forwarding to `agentUrl`.
+ */
+export async function startProxyProcess(
+  agentUrl: string,
+  script = 'bench/relay/pipe-proxy.ts',
+): Promise<ProxyProcess> {
   // e.g. BENCH_PROXY_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the proxy.
   const nodeArgs = (process.env['BENCH_PROXY_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
-  const child = spawnTracked(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', 'bench/relay/pipe-proxy.ts'],
-    {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PROXY_TARGET: agentUrl },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawnTracked(process.execPath, [...nodeArgs, '--import', 'tsx', script], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PROXY_TARGET: agentUrl },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const stop = (): Promise<void> => stopTracked(child, 2000);
   try {
     const line = await new Promise<string>((resolve, reject) => {
