@@ -2,7 +2,9 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { envOf, finalStage, readDockerfile } from '../../deploy/test/dockerfile.js';
 import type { Verdict } from '../lib/measure.js';
 import { cpuMs } from '../lib/process-stats.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
@@ -12,13 +14,22 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * More environment for the broker, for investigations only: `BENCH_BROKER_ENV='A=1 B=2'`
- * (e.g. `DATABASE_POOL_SIZE=30`, or glibc malloc tunables such as `MALLOC_TRIM_THRESHOLD_`).
+ * (e.g. `DATABASE_POOL_SIZE=30`, or other glibc malloc tunables than the image's).
  */
 function extraBrokerEnv(): Record<string, string> {
   const pairs = (process.env['BENCH_BROKER_ENV'] ?? '').split(' ').filter((pair) => pair.includes('='));
   return Object.fromEntries(
     pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
   );
+}
+
+/**
+ * The glibc malloc tunables the broker image sets (deploy/docker/broker.Dockerfile), read off
+ * the Dockerfile: they act before node starts, so the broker runs here as its image runs it.
+ */
+function imageMallocEnv(): Record<string, string> {
+  const image = readDockerfile(path.join(REPO_ROOT, 'deploy', 'docker', 'broker.Dockerfile'));
+  return Object.fromEntries([...envOf(finalStage(image))].filter(([name]) => name.startsWith('MALLOC_')));
 }
 
 /** Bundling the agent and migrating a fresh database come before `listening`. */
@@ -80,7 +91,7 @@ function listeningUrl(child: ChildProcess): Promise<string> {
  * only, with the local provider confining user processes with bubblewrap. Started with
  * node's tsx loader rather than the tsx CLI so that the pid is the broker's own.
  * LOG_LEVEL=info, the production default: the broker writes no line per successful
- * request at info, so this measures what operators run.
+ * request at info, so this measures what operators run; and the image's malloc tunables.
  */
 export async function startBrokerProcess(options: BrokerOptions): Promise<BrokerProcess> {
   const dataDir = realpathSync(makeTempDir('sbx-bench-broker-'));
@@ -103,6 +114,7 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
         BROKER_BOOTSTRAP_API_KEY: apiKey,
         LOCAL_ISOLATION: 'bubblewrap',
         LOG_LEVEL: 'info',
+        ...imageMallocEnv(),
         ...options.env,
         ...extraBrokerEnv(),
       },

@@ -34,6 +34,11 @@ ENV NODE_ENV=production \
     PORT=8080 \
     BROKER_DATA_DIR=/var/lib/sbx-broker \
     LOG_FORMAT=json
+# glibc malloc keeps up to 128 MiB free at the top of its heap (16 MiB padding) instead of
+# handing it back at once: the relay's socket read buffers otherwise land in pages the kernel
+# must fault in again, about one fault per 4 KiB relayed (docs/deploy.md, bench/README.md).
+ENV MALLOC_TRIM_THRESHOLD_=134217728 \
+    MALLOC_TOP_PAD_=16777216
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

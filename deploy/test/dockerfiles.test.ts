@@ -194,6 +194,19 @@ describe('the broker image', () => {
     ]);
     expect(env.get('BROKER_DATA_DIR')).toBe('/var/lib/sbx-broker');
   });
+
+  it("sets glibc's malloc tunables for the relay's read buffers, the same as `pnpm start`", () => {
+    const env = envOf(last);
+    const tunables = [...env].filter(([name]) => name.startsWith('MALLOC_'));
+    expect(tunables.map(([name]) => name).toSorted()).toEqual(['MALLOC_TOP_PAD_', 'MALLOC_TRIM_THRESHOLD_']);
+    for (const [, value] of tunables) expect(Number(value)).toBeGreaterThanOrEqual(16 * 1024 * 1024);
+    const start = (
+      JSON.parse(readFileSync(path.join(ROOT, 'services', 'broker', 'package.json'), 'utf8')) as {
+        scripts: { start: string };
+      }
+    ).scripts.start;
+    for (const [name, value] of tunables) expect(start).toContain(`${name}=${value} `);
+  });
 });
 
 describe('the build context (.dockerignore)', () => {
