@@ -4,7 +4,7 @@ import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { envOf, finalStage, readDockerfile } from '../../deploy/test/dockerfile.js';
+import { envOf, finalStage, lastInstruction, readDockerfile } from '../../deploy/test/dockerfile.js';
 import type { Verdict } from '../lib/measure.js';
 import { cpuMs } from '../lib/process-stats.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
@@ -24,12 +24,17 @@ function extraBrokerEnv(): Record<string, string> {
 }
 
 /**
- * The glibc malloc tunables the broker image sets (deploy/docker/broker.Dockerfile), read off
- * the Dockerfile: they act before node starts, so the broker runs here as its image runs it.
+ * How the broker image starts the broker (deploy/docker/broker.Dockerfile), read off its
+ * Dockerfile: the CMD's arguments after `node` (its V8 flags, then `--import tsx main.ts`)
+ * and the glibc malloc tunables of its ENV, which act before node starts. So the broker runs
+ * here as its image runs it.
  */
-function imageMallocEnv(): Record<string, string> {
-  const image = readDockerfile(path.join(REPO_ROOT, 'deploy', 'docker', 'broker.Dockerfile'));
-  return Object.fromEntries([...envOf(finalStage(image))].filter(([name]) => name.startsWith('MALLOC_')));
+function imageRuntime(): { readonly args: readonly string[]; readonly env: Record<string, string> } {
+  const image = finalStage(readDockerfile(path.join(REPO_ROOT, 'deploy', 'docker', 'broker.Dockerfile')));
+  const command = lastInstruction(image, 'CMD')?.exec ?? [];
+  if (command[0] !== 'node') throw new Error('the broker image no longer starts node: update the bench');
+  const env = Object.fromEntries([...envOf(image)].filter(([name]) => name.startsWith('MALLOC_')));
+  return { args: command.slice(1), env };
 }
 
 /** Bundling the agent and migrating a fresh database come before `listening`. */
@@ -91,36 +96,34 @@ function listeningUrl(child: ChildProcess): Promise<string> {
  * only, with the local provider confining user processes with bubblewrap. Started with
  * node's tsx loader rather than the tsx CLI so that the pid is the broker's own.
  * LOG_LEVEL=info, the production default: the broker writes no line per successful
- * request at info, so this measures what operators run; and the image's malloc tunables.
+ * request at info, so this measures what operators run; node's flags and glibc's malloc
+ * tunables as the image sets them.
  */
 export async function startBrokerProcess(options: BrokerOptions): Promise<BrokerProcess> {
   const dataDir = realpathSync(makeTempDir('sbx-bench-broker-'));
   const apiKey = `sbk_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
   // e.g. BENCH_BROKER_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the broker.
   const nodeArgs = (process.env['BENCH_BROKER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
-  const child = spawnTracked(
-    process.execPath,
-    [...nodeArgs, '--import', 'tsx', 'services/broker/src/main.ts'],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        BROKER_DATA_DIR: dataDir,
-        DATABASE_URL: options.databaseUrl,
-        REDIS_URL: options.redisUrl,
-        BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
-        BROKER_BOOTSTRAP_API_KEY: apiKey,
-        LOCAL_ISOLATION: 'bubblewrap',
-        LOG_LEVEL: 'info',
-        ...imageMallocEnv(),
-        ...options.env,
-        ...extraBrokerEnv(),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const image = imageRuntime();
+  const child = spawnTracked(process.execPath, [...nodeArgs, ...image.args], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BROKER_DATA_DIR: dataDir,
+      DATABASE_URL: options.databaseUrl,
+      REDIS_URL: options.redisUrl,
+      BROKER_MASTER_KEY: randomBytes(32).toString('base64url'),
+      BROKER_BOOTSTRAP_API_KEY: apiKey,
+      LOCAL_ISOLATION: 'bubblewrap',
+      LOG_LEVEL: 'info',
+      ...image.env,
+      ...options.env,
+      ...extraBrokerEnv(),
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   // A run that is killed leaves no agent: their groups are not the broker's.
   const sweep = (): void => void killProcessesWorkingIn(dataDir);
   process.once('exit', sweep);

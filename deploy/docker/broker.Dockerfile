@@ -44,4 +44,7 @@ EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--import", "tsx", "services/broker/src/main.ts"]
+# --no-memory-reducer: V8 otherwise shrinks an idle broker's heap limits, and the next relayed
+# download's read buffers (external memory) then trigger a full GC every few megabytes
+# (docs/deploy.md). Not for the agent, whose idle memory the reducer keeps small.
+CMD ["node", "--no-memory-reducer", "--import", "tsx", "services/broker/src/main.ts"]
