@@ -1,7 +1,8 @@
-// The broker as `pnpm start` runs it (its own entry point on embedded defaults: PGlite, local
-// sandboxes), on a free port and a fresh data directory; the URL and admin key it prints.
+// The broker as `pnpm start` runs it (its own start script's variables and node arguments, on
+// embedded defaults: PGlite, local sandboxes), on a free port and a fresh data directory; the
+// URL and admin key it prints.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,12 +17,31 @@ export interface Deployment {
   close(): Promise<void>;
 }
 
+/** services/broker's `start` script (`A=1 B=2 node <args>`): its variables and node's arguments. */
+export function brokerStartCommand(): { readonly env: Record<string, string>; readonly args: string[] } {
+  const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'services/broker/package.json'), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = manifest.scripts.start.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  for (let word = words[0]; word !== undefined && /^[A-Z_]+=/.test(word); word = words[0]) {
+    words.shift();
+    env[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
+  }
+  if (words.shift() !== 'node') throw new Error('the broker start script no longer runs node');
+  return { env, args: words };
+}
+
 export async function startDeployment(): Promise<Deployment> {
+  // tsx as a file URL: the loader resolves the same wherever the test runs from.
   const tsx = pathToFileURL(createRequire(path.join(REPO_ROOT, 'package.json')).resolve('tsx')).href;
+  const start = brokerStartCommand();
   const dataDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-langgraph-')));
-  const broker: ChildProcess = spawn(process.execPath, ['--import', tsx, 'src/main.ts'], {
+  const args = start.args.map((arg) => (arg === 'tsx' ? tsx : arg));
+  const broker: ChildProcess = spawn(process.execPath, args, {
     cwd: path.join(REPO_ROOT, 'services/broker'),
     env: {
+      ...start.env,
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
       PORT: '0',
       BROKER_DATA_DIR: dataDir,
