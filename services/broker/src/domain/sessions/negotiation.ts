@@ -137,17 +137,14 @@ async function acquire(
   const { sandboxes } = core.repositories;
   const { scope } = wanted;
   const named = `${scope.scopeType} ${scope.scopeId}`;
-  // The first round's read of the scope, when the held check made it.
-  let known: SandboxRecord | null | undefined;
-  if (mode !== 'create_only') {
-    const found = await core.repositories.bindings.findLiveScope(bindingKey(wanted));
-    const held = heldAndActive(found, wanted);
-    if (held !== null) return held;
-    known = found?.sandbox ?? null;
-  }
+  // The held check reads the scope too: its read serves the first round.
+  const first =
+    mode === 'create_only' ? undefined : await core.repositories.bindings.findLiveScope(bindingKey(wanted));
+  const held = first === undefined ? null : heldAndActive(first, wanted);
+  if (held !== null) return held;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const existing = known !== undefined ? known : await sandboxes.findLiveByScope(scope);
-    known = undefined;
+    const existing =
+      round === 0 && first !== undefined ? (first?.sandbox ?? null) : await sandboxes.findLiveByScope(scope);
     if (existing === null) {
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
       const created = await core.lifecycle.create(
