@@ -29,6 +29,18 @@ export const requestContext: RequestHandler = (_req, res, next) => {
   runWithRequestId(requestIdOf(res), next);
 };
 
+/**
+ * A JSON answer that is already text (an agent's answer the broker relays): one write, with
+ * no re-serialization and no ETag (an answer to a POST is not cached).
+ */
+export function sendJsonText(res: Response, status: number, text: string): void {
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
 /** Writes an error in the protocol's envelope, with the headers its code calls for. */
 export function sendError(res: Response, error: SbxError): void {
   if (res.headersSent) {

@@ -8,3 +8,4 @@ export * from './inherited-descriptors.js';
 export * from './agent-env.js';
 export * from './hardening.js';
 export * from './request-context.js';
+export * from './json-body.js';

@@ -16,6 +16,7 @@ import {
   parseOrThrow,
   type CapabilityScope,
 } from '@sbx/protocol';
+import { readJsonBody, sendJsonText } from '@sbx/service-kit';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import { postJson } from '../../adapters/agent-http/post-json.js';
@@ -31,8 +32,13 @@ export interface SandboxRelayRoutesDeps extends SessionHttpDeps {
 const ONE = '/v1/sandboxes/:id';
 /** The agent's exec timeout is 24 h at most; its answer comes when the program ends. */
 const COMMAND_ANSWER_MS = 86_400_000 + 60_000;
-/** Bodies of these paths stream to the agent: no JSON parser may read them first. */
-export const RELAYED_BODY_PATHS = /^\/v1\/sandboxes\/[^/]+\/(files$|dp\/)/;
+/** Command bodies are at most this large (express.json's limit on every other route). */
+const COMMAND_BODY_BYTES = 256 * 1024;
+/**
+ * Bodies these routes read themselves, so no JSON parser may read them first: files and
+ * data-plane calls stream to the agent, and a command is read by `readJsonBody`.
+ */
+export const RELAYED_BODY_PATHS = /^\/v1\/sandboxes\/[^/]+\/(files$|dp\/|commands$)/;
 
 export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
   const router = Router();
@@ -71,7 +77,7 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
     await audited(res, relayed, 'logs', outcome.status);
   });
   router.post(`${ONE}/commands`, deps.authenticate, limit, needs('exec:sandbox'), async (req, res) => {
-    const { background, body } = commandOf(req.body);
+    const { background, body } = commandOf(await readJsonBody(req, COMMAND_BODY_BYTES));
     const payload = JSON.stringify(body);
     const send = (to: RelayTarget) =>
       postJson(
@@ -89,7 +95,7 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
       answer = await send(relayed).catch((err: unknown) => unanswered(relayed, err));
       if (answer === undefined) throw agentSilent(undefined);
     }
-    res.status(answer.status).type('application/json').send(answer.text);
+    sendJsonText(res, answer.status, answer.text);
     // Recorded as the answer leaves (docs/sandboxes.md "Relay"): its commit is not part of
     // the call's latency; shutdown waits for the journal.
     await audited(res, relayed, background ? 'commands.background' : 'commands.run', answer.status);
