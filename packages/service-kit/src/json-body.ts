@@ -13,6 +13,8 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
   const type = req.headers['content-type'];
   if (type === undefined || !JSON_TYPE.test(type)) return undefined;
+  // A body something else has read would never end here: fail instead of waiting forever.
+  if (req.readableEnded) throw new SbxError('INTERNAL', 'the request body was already read');
   refuseUnreadable(req, type, limitBytes);
   const text = await readText(req, limitBytes);
   if (text.length === 0) return {};
