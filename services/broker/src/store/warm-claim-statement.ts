@@ -114,7 +114,6 @@ export function claimStatement(
   sandbox: ClaimedSandbox,
   binding: Omit<NewSessionBinding, 'sandboxId'>,
   room: ClaimRoom,
-  activeAt: Date,
 ): Prisma.Sql {
   return Prisma.sql`
     WITH w AS (
@@ -132,7 +131,7 @@ export function claimStatement(
       SELECT w.id, ${sandbox.tenantId}, ${sandbox.ownerId}, ${sandbox.scopeType}::"ScopeType",
         ${sandbox.scopeId}, w.provider, w.provider_ref, 'active', w.environment, w.http_base_url,
         w.ws_base_url, w.workspace_path, w.host_instance, w.template, w.signing_key_cipher,
-        ${activeAt}, ${sandbox.leaseExpiresAt}, ${sandbox.hardExpiresAt}
+        ${sandbox.activeAt}, ${sandbox.leaseExpiresAt}, ${sandbox.hardExpiresAt}
       FROM w
       RETURNING *),
     b AS (

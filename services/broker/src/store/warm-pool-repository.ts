@@ -21,11 +21,14 @@ export interface WarmKind {
   readonly environment: NetworkEnvironment;
 }
 
-/** What the claimed sandbox's row gets besides what its warm row had. */
+/**
+ * What the claimed sandbox's row gets besides what its warm row had; `activeAt` is the
+ * claim's time on the caller's clock, the one its lease times come from.
+ */
 export type ClaimedSandbox = Omit<
   NewSandbox,
   'id' | 'provider' | 'providerRef' | 'environment' | 'httpBaseUrl' | 'wsBaseUrl' | 'signingKeyCipher'
->;
+> & { readonly activeAt: Date };
 
 /** The running-sandbox limits a claim must leave room in (the tenant's policy). */
 export interface ClaimRoom {
@@ -76,7 +79,7 @@ export class WarmPoolRepository {
       'claim a warm sandbox',
       async () => {
         const rows = await this.prisma.$queryRaw<Record<string, unknown>[]>(
-          claimStatement(kind, sandbox, binding, room, new Date()),
+          claimStatement(kind, sandbox, binding, room),
         );
         return rows[0] === undefined ? null : claimRows(rows[0]);
       },

@@ -34,7 +34,9 @@ describeEachBackend('WarmPoolRepository claim', (backend) => {
 
   const scopeOf = () => {
     const { tenantId, ownerId, scopeType, scopeId, leaseExpiresAt, hardExpiresAt } = newSandbox();
-    return { tenantId, ownerId, scopeType, scopeId, leaseExpiresAt, hardExpiresAt };
+    // A minute ago: the stored active_at must be the caller's clock, not the repository's.
+    const activeAt = new Date(Date.now() - 60_000);
+    return { tenantId, ownerId, scopeType, scopeId, activeAt, leaseExpiresAt, hardExpiresAt };
   };
 
   const bindingOf = (scope: ReturnType<typeof scopeOf>): Omit<NewSessionBinding, 'sandboxId'> => ({

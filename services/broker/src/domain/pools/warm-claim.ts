@@ -61,6 +61,7 @@ export async function claimWarm(deps: WarmClaimDeps, request: WarmClaimRequest):
       deps.pool.kind,
       {
         ...scope,
+        activeAt: new Date(at),
         leaseExpiresAt: new Date(at + policy.idleTimeoutSeconds * 1000),
         hardExpiresAt: new Date(at + policy.hardTtlSeconds * 1000),
       },
