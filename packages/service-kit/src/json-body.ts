@@ -6,6 +6,9 @@
 import type { IncomingMessage } from 'node:http';
 import { SbxError } from '@sbx/protocol';
 
+/** The largest JSON request body the services read, with express.json or readJsonBody. */
+export const JSON_BODY_LIMIT_BYTES = 256 * 1024;
+
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 

@@ -4,6 +4,7 @@ import {
   assignRequestId,
   corsAllowlist,
   errorHandler,
+  JSON_BODY_LIMIT_BYTES,
   notFound,
   requestContext,
   securityHeaders,
@@ -49,7 +50,7 @@ export function createApp(deps: BrokerAppDeps): Express {
   app.use(observeRequests(deps.logger, deps.metrics));
   app.use(securityHeaders({ hstsMaxAgeSeconds: deps.http?.hstsMaxAgeSeconds }));
   app.use(corsAllowlist({ allowedOrigins: deps.http?.corsAllowedOrigins ?? [] }));
-  const json = express.json({ limit: '256kb' });
+  const json = express.json({ limit: JSON_BODY_LIMIT_BYTES });
   // Relayed bodies (a file upload, a data-plane call) stream to the agent untouched.
   const raw = deps.rawBodyPaths;
   app.use((req, res, next) => {

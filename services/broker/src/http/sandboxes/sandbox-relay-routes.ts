@@ -16,7 +16,7 @@ import {
   parseOrThrow,
   type CapabilityScope,
 } from '@sbx/protocol';
-import { readJsonBody, sendJsonText } from '@sbx/service-kit';
+import { JSON_BODY_LIMIT_BYTES, readJsonBody, sendJsonText } from '@sbx/service-kit';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import { postJson } from '../../adapters/agent-http/post-json.js';
@@ -32,8 +32,6 @@ export interface SandboxRelayRoutesDeps extends SessionHttpDeps {
 const ONE = '/v1/sandboxes/:id';
 /** The agent's exec timeout is 24 h at most; its answer comes when the program ends. */
 const COMMAND_ANSWER_MS = 86_400_000 + 60_000;
-/** Command bodies are at most this large (express.json's limit on every other route). */
-const COMMAND_BODY_BYTES = 256 * 1024;
 /**
  * Bodies these routes read themselves, so no JSON parser may read them first: files and
  * data-plane calls stream to the agent, and a command is read by `readJsonBody`.
@@ -77,7 +75,7 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
     await audited(res, relayed, 'logs', outcome.status);
   });
   router.post(`${ONE}/commands`, deps.authenticate, limit, needs('exec:sandbox'), async (req, res) => {
-    const { background, body } = commandOf(await readJsonBody(req, COMMAND_BODY_BYTES));
+    const { background, body } = commandOf(await readJsonBody(req, JSON_BODY_LIMIT_BYTES));
     const payload = JSON.stringify(body);
     const send = (to: RelayTarget) =>
       postJson(
