@@ -1,4 +1,4 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -25,15 +25,21 @@ function extraBrokerEnv(): Record<string, string> {
 
 /**
  * How the broker image starts the broker (deploy/docker/broker.Dockerfile), read off its
- * Dockerfile: the CMD's arguments after `node` (its V8 flags, then `--import tsx main.ts`)
- * and the glibc malloc tunables of its ENV, which act before node starts. So the broker runs
- * here as its image runs it.
+ * Dockerfile: the CMD's arguments after `node` (its V8 flags, then the bundle
+ * scripts/build-broker.mjs writes, built here first as the image's build stage does) and the
+ * glibc malloc tunables of its ENV, which act before node starts. So the broker runs here as
+ * its image runs it.
  */
 function imageRuntime(): { readonly args: readonly string[]; readonly env: Record<string, string> } {
   const image = finalStage(readDockerfile(path.join(REPO_ROOT, 'deploy', 'docker', 'broker.Dockerfile')));
   const command = lastInstruction(image, 'CMD')?.exec ?? [];
   if (command[0] !== 'node') throw new Error('the broker image no longer starts node: update the bench');
   const env = Object.fromEntries([...envOf(image)].filter(([name]) => name.startsWith('MALLOC_')));
+  const build = spawnSync(process.execPath, ['scripts/build-broker.mjs'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  });
+  if (build.status !== 0) throw new Error(`scripts/build-broker.mjs failed:\n${build.stderr}`);
   return { args: command.slice(1), env };
 }
 
@@ -92,9 +98,9 @@ function listeningUrl(child: ChildProcess): Promise<string> {
 }
 
 /**
- * services/broker/src/main.ts as operators run it on Postgres: configured by environment
- * only, with the local provider confining user processes with bubblewrap. Started with
- * node's tsx loader rather than the tsx CLI so that the pid is the broker's own.
+ * The broker as operators run it on Postgres (its image's command): configured by environment
+ * only, with the local provider confining user processes with bubblewrap; node itself is
+ * the broker's process, so the pid is the broker's own.
  * LOG_LEVEL=info, the production default: the broker writes no line per successful
  * request at info, so this measures what operators run; node's flags and glibc's malloc
  * tunables as the image sets them.

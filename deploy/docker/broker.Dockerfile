@@ -5,7 +5,9 @@
 # secrets (BROKER_MASTER_KEY, DATABASE_URL with its password, …) come at run time, never here.
 
 # Build: the whole workspace installed as CI installs it; the postinstall generates the Prisma
-# client offline. The broker runs from TypeScript through tsx, as `pnpm start` runs it.
+# client offline. scripts/build-broker.mjs then bundles the broker (its TypeScript, the
+# workspace packages and the generated client) into services/broker/dist, as `pnpm start` does;
+# the other packages load from node_modules.
 FROM node:20-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
@@ -13,6 +15,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY . .
 RUN npx -y pnpm@12.4.2 install --frozen-lockfile
+RUN node scripts/build-broker.mjs
 
 FROM node:20-bookworm-slim AS runtime
 RUN apt-get update \
@@ -28,7 +31,6 @@ RUN groupadd --system --gid 10001 broker \
 COPY --from=build --chown=root:root /app /app
 WORKDIR /app
 # Migrations are applied at start (openDatabase with migrate: true); /readyz reports them.
-# tsx keeps its compile cache under /tmp, which must be writable (tmpfs / emptyDir).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
@@ -47,4 +49,4 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 # --no-memory-reducer: V8 otherwise shrinks an idle broker's heap limits, and the next relayed
 # download's read buffers (external memory) then trigger a full GC every few megabytes
 # (docs/deploy.md). Not for the agent, whose idle memory the reducer keeps small.
-CMD ["node", "--no-memory-reducer", "--import", "tsx", "services/broker/src/main.ts"]
+CMD ["node", "--no-memory-reducer", "services/broker/dist/main.mjs"]

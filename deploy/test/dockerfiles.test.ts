@@ -180,20 +180,25 @@ describe('the agent image', () => {
 });
 
 describe('the broker image', () => {
-  const last = finalStage(dockerfileOf('broker'));
+  const dockerfile = dockerfileOf('broker');
+  const last = finalStage(dockerfile);
 
-  it('listens on all interfaces at PORT (the broker defaults to loopback) and starts main.ts', () => {
+  it('listens on all interfaces at PORT (the broker defaults to loopback)', () => {
     const env = envOf(last);
     expect(env.get('HOST')).toBe('0.0.0.0');
     expect(lastInstruction(last, 'EXPOSE')?.args).toBe(env.get('PORT'));
-    expect(lastInstruction(last, 'CMD')?.exec).toEqual([
-      'node',
-      '--no-memory-reducer',
-      '--import',
-      'tsx',
-      'services/broker/src/main.ts',
-    ]);
     expect(env.get('BROKER_DATA_DIR')).toBe('/var/lib/sbx-broker');
+  });
+
+  it('runs the bundle scripts/build-broker.mjs wrote in the build stage with plain node, no tsx', () => {
+    const build = dockerfile.stages.find((stage) => stage.name === 'build');
+    const runs = instructions(build!, 'RUN').map((run) => run.args);
+    const install = runs.findIndex((run) => run.includes('install --frozen-lockfile'));
+    expect(runs.indexOf('node scripts/build-broker.mjs')).toBeGreaterThan(install);
+    const command = lastInstruction(last, 'CMD')?.exec ?? [];
+    expect(command[0]).toBe('node');
+    expect(command.at(-1)).toBe('services/broker/dist/main.mjs');
+    expect(command).not.toContain('tsx');
   });
 
   // docs/deploy.md "Broker image": what keeps relayed downloads cheap, wherever the broker runs.
@@ -208,7 +213,8 @@ describe('the broker image', () => {
     for (const [, value] of tunables) expect(Number(value)).toBeGreaterThanOrEqual(16 * 1024 * 1024);
     for (const [name, value] of tunables) expect(start).toContain(`${name}=${value} `);
     const nodeFlags = (lastInstruction(last, 'CMD')?.exec ?? []).slice(1, -1).join(' ');
-    expect(start).toContain(`node ${nodeFlags} src/main.ts`);
+    expect(start).toContain(`node ${nodeFlags} dist/main.mjs`);
+    expect(start.startsWith('node ../../scripts/build-broker.mjs && ')).toBe(true);
   });
 });
 

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { TOKEN_FORMATS, type TokenFormat } from '@sbx/tokens';
 import {
@@ -12,9 +11,10 @@ import {
   type Environment,
 } from '@sbx/service-kit';
 import { apiKeyWeakness } from './domain/auth/api-key-strength.js';
+import { REPO_ROOT } from './repo-root.js';
 
 /** `<repository>/.data/broker`, whatever the working directory (pnpm runs scripts in the package's). */
-const DEFAULT_DATA_DIR = fileURLToPath(new URL('../../../.data/broker', import.meta.url));
+const DEFAULT_DATA_DIR = path.join(REPO_ROOT, '.data', 'broker');
 
 const BrokerEnv = z.object({
   HOST: z.string().default('127.0.0.1'),

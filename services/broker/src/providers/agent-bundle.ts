@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { REPO_ROOT } from '../repo-root.js';
 import { BUNDLE_TRIMS, bundleTrims } from './agent-bundle-trims.js';
 import type { AgentCommand } from './agent-process.js';
 import { providerUnavailable } from './provider.js';
@@ -15,7 +16,6 @@ import { providerUnavailable } from './provider.js';
  * only when a file it was built from changed (esbuild's metafile lists them all).
  */
 
-const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const AGENT_DIR = path.join(REPO_ROOT, 'services', 'agent');
 const AGENT_ENTRY = path.join(AGENT_DIR, 'src', 'main.ts');
 

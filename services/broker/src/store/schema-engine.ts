@@ -5,7 +5,6 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as engineModule from '@prisma/schema-engine-wasm/schema_engine_bg';
 import { __wbg_set_wasm as setEngineWasm } from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine, SchemaFilter } from '@prisma/schema-engine-wasm/schema_engine_bg';
@@ -15,10 +14,11 @@ import {
   type SqlMigrationAwareDriverAdapterFactory,
 } from '@prisma/driver-adapter-utils';
 import { SbxError } from '@sbx/protocol';
+import { REPO_ROOT } from '../repo-root.js';
 import { fixExecuteScript } from './adapter-script-fix.js';
 
 /** The repository's `prisma/` directory: schema.prisma and migrations/. */
-export const PRISMA_DIR = fileURLToPath(new URL('../../../../prisma/', import.meta.url));
+export const PRISMA_DIR = path.join(REPO_ROOT, 'prisma');
 export const SCHEMA_PATH = path.join(PRISMA_DIR, 'schema.prisma');
 export const MIGRATIONS_DIR = path.join(PRISMA_DIR, 'migrations');
 

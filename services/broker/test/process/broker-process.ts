@@ -1,7 +1,8 @@
-// A broker process as operators run several of them: main.ts under tsx, configured by
-// its environment alone, on a database, data directory and (optionally) Redis the test
-// owns, so that it can be SIGKILLed and another started in its place. Waits end on the
-// broker's own output, with a ceiling for loaded machines.
+// A broker process as operators run several of them: main.ts under tsx, or the bundle that
+// `pnpm start` and the image run, configured by its environment alone, on a database, data
+// directory and (optionally) Redis the test owns, so that it can be SIGKILLed and another
+// started in its place. Waits end on the broker's own output, with a ceiling for loaded
+// machines.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -28,9 +29,19 @@ export function operatorKey(): string {
   return randomBytes(32).toString('base64url');
 }
 
-export async function startBrokerProcess(env: Record<string, string>): Promise<BrokerProcess> {
-  const child = spawn(process.execPath, ['--import', tsxLoader, MAIN], {
-    cwd: root,
+export interface StartOptions {
+  /** A bundle of scripts/build-broker.mjs, run by plain node; default main.ts under tsx. */
+  readonly bundle?: string;
+  readonly cwd?: string;
+}
+
+export async function startBrokerProcess(
+  env: Record<string, string>,
+  options: StartOptions = {},
+): Promise<BrokerProcess> {
+  const args = options.bundle === undefined ? ['--import', tsxLoader, MAIN] : [options.bundle];
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd ?? root,
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: '0', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
