@@ -19,12 +19,18 @@ const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? ba
 async function shellThrough(url: string, path: string, key: string, command?: string) {
   const socket = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`);
   let output = '';
+  const errors: string[] = [];
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString('utf8') })),
   );
   socket.on('message', (data: Buffer, isBinary: boolean) => {
     if (isBinary) return;
-    const frame = JSON.parse(data.toString('utf8')) as { type: string; data?: string };
+    const frame = JSON.parse(data.toString('utf8')) as {
+      type: string;
+      data?: string;
+      error?: { code: string };
+    };
+    if (frame.type === 'error' && frame.error !== undefined) errors.push(frame.error.code);
     if (frame.type === 'ready' && command !== undefined)
       socket.send(JSON.stringify({ type: 'stdin', data: `${command}\n` }));
     if (frame.type === 'stdout' && frame.data !== undefined) output += frame.data;
@@ -35,7 +41,7 @@ async function shellThrough(url: string, path: string, key: string, command?: st
   });
   socket.send(JSON.stringify({ type: 'auth', token: key }));
   socket.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
-  return { socket, closed, output: () => output };
+  return { socket, closed, output: () => output, errors: () => errors };
 }
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
@@ -67,7 +73,18 @@ describe(`sandbox resources [${backend.name}]`, () => {
       tenantId: `tenant_${randomUUID()}`,
       scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
     });
+    keys['neighbour'] = await broker.apiKey({
+      scopes: ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'],
+    });
     keys['admin'] = await broker.apiKey({ tenantId: `tenant_${randomUUID()}`, scopes: ALL_CALLER_SCOPES });
+    keys['admin only'] = await broker.apiKey({
+      tenantId: `tenant_${randomUUID()}`,
+      scopes: ['admin:sandbox'],
+    });
+    keys['admin, read and exec'] = await broker.apiKey({
+      tenantId: `tenant_${randomUUID()}`,
+      scopes: ['admin:sandbox', 'read:sandbox', 'exec:sandbox'],
+    });
     const created = await request(broker.url)
       .post('/v1/sandboxes')
       .set(bearer(keys['write:sandbox']!))
@@ -126,6 +143,8 @@ describe(`sandbox resources [${backend.name}]`, () => {
         'run',
       ],
       ['read:sandbox', () => call('get', `/v1/sandboxes/${id}/logs`, keys['exec:sandbox']!), 'logs'],
+      ['read:sandbox', () => call('get', '/v1/sandboxes', keys['write:sandbox']!), 'list'],
+      ['write:sandbox', () => call('post', `/v1/sandboxes/${id}/start`, keys['read:sandbox']!), 'start'],
       ['write:sandbox', () => call('post', '/v1/sandboxes', keys['exec:sandbox']!).send({}), 'create'],
     ];
     for (const [scope, send, what] of matrix) {
@@ -139,6 +158,32 @@ describe(`sandbox resources [${backend.name}]`, () => {
     // exec:sandbox does not imply attach:sandbox: the session socket is refused 1008.
     const refused = await shellThrough(broker.url, `/v1/sandboxes/${id}/sessions/new`, keys['exec:sandbox']!);
     expect((await refused.closed).code).toBe(1008);
+    expect(refused.errors()).toEqual(['FORBIDDEN']);
+  }, 60_000);
+
+  it('lifts owner scoping for admin:sandbox but grants no operation with it', async () => {
+    const id = sandbox.id;
+    const only = keys['admin only']!;
+    for (const [what, send] of [
+      ['list', () => call('get', '/v1/sandboxes', only)],
+      ['inspect', () => call('get', `/v1/sandboxes/${id}`, only)],
+      ['run', () => call('post', `/v1/sandboxes/${id}/commands`, only).send({ cmd: 'true' })],
+    ] as const) {
+      const res = await send();
+      expect([what, res.status, res.body.error?.code]).toEqual([what, 403, 'FORBIDDEN']);
+    }
+    const onlyShell = await shellThrough(broker.url, `/v1/sandboxes/${id}/sessions/new`, only);
+    expect([(await onlyShell.closed).code, onlyShell.errors()]).toEqual([1008, ['FORBIDDEN']]);
+
+    // With read and exec beside it, the operator of another tenant lists, inspects and runs
+    // commands in this owner's sandbox, and still gets no shell without attach:sandbox.
+    const operator = keys['admin, read and exec']!;
+    const listed = await call('get', `/v1/sandboxes?tenant_id=${broker.tenantId}`, operator);
+    expect(listed.body.items.map((s: SandboxResource) => s.id)).toContain(id);
+    const ran = await call('post', `/v1/sandboxes/${id}/commands`, operator).send({ cmd: 'echo operator' });
+    expect([ran.status, ran.body.stdout]).toEqual([200, 'operator\n']);
+    const shell = await shellThrough(broker.url, `/v1/sandboxes/${id}/sessions/new`, operator);
+    expect([(await shell.closed).code, shell.errors()]).toEqual([1008, ['FORBIDDEN']]);
   }, 60_000);
 
   it('carries files, commands and a shell through the broker with the operation’s scope', async () => {
@@ -207,19 +252,41 @@ describe(`sandbox resources [${backend.name}]`, () => {
 
   it('hides a sandbox from other tenants (404) and lets an admin of any tenant see and act on it', async () => {
     const id = sandbox.id;
-    for (const [method, path] of [
-      ['get', `/v1/sandboxes/${id}`],
-      ['delete', `/v1/sandboxes/${id}`],
-      ['get', `/v1/sandboxes/${id}/files?path=data/blob.bin`],
-      ['post', `/v1/sandboxes/${id}/stop`],
-    ] as const) {
-      const res = await call(method, path, keys['stranger']!);
-      expect([path, res.status]).toEqual([path, 404]);
+    // A stranger of another tenant, and a neighbour of the same tenant under another owner.
+    for (const who of ['stranger', 'neighbour']) {
+      for (const [method, path] of [
+        ['get', `/v1/sandboxes/${id}`],
+        ['patch', `/v1/sandboxes/${id}`],
+        ['delete', `/v1/sandboxes/${id}`],
+        ['get', `/v1/sandboxes/${id}/files?path=data/blob.bin`],
+        ['post', `/v1/sandboxes/${id}/files?path=planted.txt`],
+        ['get', `/v1/sandboxes/${id}/logs`],
+        ['post', `/v1/sandboxes/${id}/stop`],
+        ['post', `/v1/sandboxes/${id}/start`],
+        ['post', `/v1/sandboxes/${id}/commands`],
+      ] as const) {
+        const body =
+          method === 'patch' ? { name: 'taken' } : path.endsWith('commands') ? { cmd: 'true' } : {};
+        const res = await call(method, path, keys[who]!).send(body);
+        expect([who, method, path, res.status, res.body.error?.code]).toEqual([
+          who,
+          method,
+          path,
+          404,
+          'SANDBOX_NOT_FOUND',
+        ]);
+      }
+      const theirs = await call('get', '/v1/sandboxes', keys[who]!);
+      expect(theirs.body.items.map((s: SandboxResource) => s.id)).not.toContain(id);
+      const shell = await shellThrough(broker.url, `/v1/sandboxes/${id}/sessions/new`, keys[who]!);
+      expect([who, (await shell.closed).code, shell.errors()]).toEqual([who, 1008, ['SANDBOX_NOT_FOUND']]);
     }
-    const theirs = await call('get', '/v1/sandboxes', keys['stranger']!);
-    expect(theirs.body.items).toEqual([]);
-    const cmd = await call('post', `/v1/sandboxes/${id}/commands`, keys['stranger']!).send({ cmd: 'true' });
-    expect(cmd.status).toBe(404);
+    const mine = await call('get', `/v1/sandboxes/${id}`, keys['read:sandbox']!);
+    expect([mine.body.name, mine.body.state]).toEqual(['builder', 'active']);
+    const planted = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+      cmd: 'test -e planted.txt && echo planted || echo clean',
+    });
+    expect(planted.body.stdout).toBe('clean\n');
     const seen = await call('get', `/v1/sandboxes/${id}`, keys['admin']!);
     expect(seen.body.tenant_id).toBe(broker.tenantId);
   });
