@@ -233,11 +233,20 @@ describe(`sandbox resources [${backend.name}]`, () => {
     }[];
     const wc = entries.find((entry) => entry.command.startsWith('wc -c'));
     expect(wc).toMatchObject({ sub: owner, exit_code: 3 });
-    const relayRow = () =>
-      broker.database.prisma.auditEvent.findFirst({ where: { action: 'sandbox.relay', jti: wc!.jti } });
+    // The token is kept per caller and capability: the row of this very call is the one
+    // with its route and the agent's answer.
+    const relayRows = () =>
+      broker.database.prisma.auditEvent.findMany({ where: { action: 'sandbox.relay', jti: wc!.jti } });
+    const runRow = async () =>
+      (await relayRows()).find((row) => JSON.stringify(row.detail).includes('"commands.run"'));
     // The row is written as the answer leaves.
-    await until(async () => (await relayRow()) !== null, 'the relayed call audit row');
-    expect(await relayRow()).toMatchObject({ sandboxId: id, callerId: owner });
+    await until(async () => (await runRow()) !== undefined, 'the relayed call audit row');
+    expect(await runRow()).toMatchObject({
+      sandboxId: id,
+      callerId: owner,
+      outcome: 'ok',
+      detail: { route: 'commands.run', status: 200 },
+    });
     expect((await call('get', `/v1/sandboxes/${id}/logs?bogus=1`, keys['read:sandbox']!)).status).toBe(400);
 
     const shell = await shellThrough(
@@ -312,6 +321,26 @@ describe(`sandbox resources [${backend.name}]`, () => {
       cmd: 'echo ok',
     });
     expect([afterRotation.status, afterRotation.body.stdout]).toEqual([200, 'ok\n']);
+    // Revoking the one kept token's jti: the agents refuse it within a second, and the relay
+    // mints another rather than failing this caller's commands until the token expires.
+    const jtiOfLast = async () => {
+      const page = await call('get', `/v1/sandboxes/${id}/logs?limit=100`, keys['read:sandbox']!);
+      return (page.body.items as { jti: string }[]).at(-1)!.jti;
+    };
+    const revokedJti = await jtiOfLast();
+    const revoked = await call('post', '/admin/revocations', keys['admin']!).send({ jti: revokedJti });
+    expect([revoked.status, revoked.body.revoked_tokens]).toEqual([200, 1]);
+    await until(
+      async () => {
+        const again = await call('post', `/v1/sandboxes/${id}/commands`, keys['exec:sandbox']!).send({
+          cmd: 'echo again',
+        });
+        expect([again.status, again.body.stdout]).toEqual([200, 'again\n']);
+        return (await jtiOfLast()) !== revokedJti;
+      },
+      'a relayed command under a newly minted token',
+      100,
+    );
     const renamed = await call('patch', `/v1/sandboxes/${id}`, keys['write:sandbox']!).send({
       name: 'trainer',
       metadata: {},

@@ -19,6 +19,8 @@ export interface RelayTokenDeps {
 export interface RelayToken {
   readonly token: string;
   readonly jti: string;
+  /** Kept from an earlier call (RelayTokens), not minted for this one. */
+  readonly kept?: boolean;
 }
 
 export async function mintRelayToken(
@@ -73,10 +75,19 @@ export class RelayTokens {
   ): Promise<RelayToken> {
     const key = `${sandbox.id}\n${Buffer.from(sandbox.signingKeyCipher).toString('base64url')}\n${subject}\n${capability}`;
     const kept = this.#kept.get(key);
-    if (kept !== undefined && kept.expiresAt - this.deps.now() > REUSE_MARGIN_MS) return kept;
+    if (kept !== undefined && kept.expiresAt - this.deps.now() > REUSE_MARGIN_MS)
+      return { ...kept, kept: true };
     const minted = await mintRelayToken(this.deps, sandbox, subject, capability, requestId);
     if (this.#kept.size >= MAX_KEPT) this.#kept.clear();
     this.#kept.set(key, { ...minted, expiresAt: this.deps.now() + RELAY_TOKEN_TTL_SECONDS * 1000 });
     return minted;
+  }
+
+  /**
+   * The agent refused this kept token (an operator revoked its jti): the next call mints
+   * one, instead of every call of this caller failing until the token would expire.
+   */
+  retire(jti: string): void {
+    for (const [key, kept] of this.#kept) if (kept.jti === jti) this.#kept.delete(key);
   }
 }

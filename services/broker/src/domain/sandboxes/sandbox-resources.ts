@@ -48,6 +48,8 @@ export interface RelayTarget {
   readonly jti: string;
   /** The address was remembered (running-targets.ts), not read just now. */
   readonly remembered?: boolean;
+  /** The token was kept from an earlier call (relay-tokens.ts), not minted for this one. */
+  readonly kept?: boolean;
 }
 
 const STOP: ForcedMove = {
@@ -190,6 +192,11 @@ export class SandboxResources {
       context.requestId,
     );
     return { ...running, ...token, remembered: remembered !== undefined };
+  }
+
+  /** The agent answered 401 to this relay token: the caller's next call gets a new one. */
+  retireRelayToken(jti: string): void {
+    this.#tokens.retire(jti);
   }
 
   async #runningNow(context: AuditContext, id: string): Promise<RunningDataplane> {

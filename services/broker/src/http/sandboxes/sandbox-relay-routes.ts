@@ -48,12 +48,19 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
     options?: { readonly remembered?: boolean },
   ) => deps.resources.relayTarget(callContext(res), pathOf(SandboxPathParams, req).id, capability, options);
   // Every relayed call's row is written after its answer has left (or its stream ended).
-  const audited = async (res: Response, relayed: RelayTarget, route: string, status: number) =>
-    deps.audit.recordAnswered('sandbox.relay', status < 400 ? 'ok' : `HTTP_${status}`, callContext(res), {
-      sandboxId: relayed.sandbox.id,
-      jti: relayed.jti,
-      detail: { route, status },
-    });
+  const audited = async (res: Response, relayed: RelayTarget, route: string, status: number) => {
+    if (status === 401) deps.resources.retireRelayToken(relayed.jti);
+    await deps.audit.recordAnswered(
+      'sandbox.relay',
+      status < 400 ? 'ok' : `HTTP_${status}`,
+      callContext(res),
+      {
+        sandboxId: relayed.sandbox.id,
+        jti: relayed.jti,
+        detail: { route, status },
+      },
+    );
+  };
 
   router.get(`${ONE}/files`, deps.authenticate, limit, needs('read:sandbox'), async (req, res) => {
     const { path } = parseOrThrow(SandboxFileQuery, { ...req.query }, 'query');
@@ -86,9 +93,12 @@ export function sandboxRelayRoutes(deps: SandboxRelayRoutesDeps): Router {
       );
     let relayed = await target(req, res, 'process', { remembered: true });
     let answer = await send(relayed).catch((err: unknown) => unanswered(relayed, err));
-    // A remembered address may be out of date (running-targets.ts): neither a silent agent nor
-    // a refused token ran anything, so ask again where the sandbox is now.
-    if (answer === undefined || (relayed.remembered === true && answer.status === 401)) {
+    // A remembered address may be out of date (running-targets.ts), and a kept token may have
+    // been revoked: neither a silent agent nor a refused token ran anything, so ask again
+    // where the sandbox is now, with a token minted for this call.
+    const stale = relayed.remembered === true || relayed.kept === true;
+    if (answer === undefined || (stale && answer.status === 401)) {
+      if (answer?.status === 401) deps.resources.retireRelayToken(relayed.jti);
       relayed = await target(req, res, 'process');
       answer = await send(relayed).catch((err: unknown) => unanswered(relayed, err));
       if (answer === undefined) throw agentSilent(undefined);

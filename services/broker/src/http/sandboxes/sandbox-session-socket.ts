@@ -96,6 +96,9 @@ async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve:
     const { token, held } = await firstAuthFrame(client);
     const { target, context, agentPath, route } = await resolve(token);
     const outcome = await relayWebSocket(client, target, agentPath, { pending: held.take() });
+    // A policy close may be the agent refusing a kept token whose jti was revoked.
+    if (outcome.agentCloseCode === WS_CLOSE_CODES.POLICY_VIOLATION)
+      deps.resources.retireRelayToken(target.jti);
     await deps.audit.record(
       'sandbox.relay',
       outcome.closeCode === 1000 ? 'ok' : `WS_${outcome.closeCode}`,
