@@ -6,7 +6,7 @@ import { afterAll } from '@jest/globals';
 import type { LocalProvider, LocalProviderOptions } from '../../src/providers/local-provider.js';
 import { startLocalKit, type LocalKit } from '../providers/local-provider-kit.js';
 import type { TestBackend } from './test-database.js';
-import { useBroker, type BrokerFixture, type UseBrokerOptions } from './use-broker.js';
+import { useBroker, type BrokerFixture, type BrokerSetup, type UseBrokerOptions } from './use-broker.js';
 
 export interface UseLocalBrokerOptions extends Omit<UseBrokerOptions<LocalProvider>, 'provider'> {
   readonly isolation: 'none' | 'bubblewrap';
@@ -16,14 +16,17 @@ export interface UseLocalBrokerOptions extends Omit<UseBrokerOptions<LocalProvid
 
 export function useLocalBroker(
   backend: TestBackend,
-  setup: UseLocalBrokerOptions,
+  setup: BrokerSetup<UseLocalBrokerOptions>,
 ): BrokerFixture<LocalProvider> {
   let kit: LocalKit | undefined;
-  const { isolation, local, ...options } = setup;
-  const broker = useBroker<LocalProvider>(backend, {
-    ...options,
-    provider: async (onAgentExit) =>
-      (kit = await startLocalKit({ ...local, isolation, onAgentExit })).provider,
+  // A function is read when the broker starts (after the file's earlier beforeAll hooks).
+  const broker = useBroker<LocalProvider>(backend, () => {
+    const { isolation, local, ...options } = typeof setup === 'function' ? setup() : setup;
+    return {
+      ...options,
+      provider: async (onAgentExit) =>
+        (kit = await startLocalKit({ ...local, isolation, onAgentExit })).provider,
+    };
   });
   afterAll(async () => {
     await kit?.dispose();

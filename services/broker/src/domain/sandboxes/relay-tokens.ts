@@ -23,25 +23,32 @@ export interface RelayToken {
   readonly kept?: boolean;
 }
 
+/** Whom a relay token names: `sub`, and for a delegated caller the agent acting (`act`). */
+export interface RelaySubject {
+  readonly sub: string;
+  readonly actor?: string | undefined;
+}
+
 export async function mintRelayToken(
   deps: RelayTokenDeps,
   sandbox: SandboxRecord,
-  subject: string,
+  subject: RelaySubject,
   capability: CapabilityScope,
   requestId: string,
 ): Promise<RelayToken> {
   const minted = mintCapabilityToken({
     key: deps.vault.openSigningKey(sandbox.id, sandbox.signingKeyCipher),
     issuer: deps.issuer,
-    subject,
+    subject: subject.sub,
     sandboxId: sandbox.id,
     scopes: [capability],
     ttlSeconds: RELAY_TOKEN_TTL_SECONDS,
     now: deps.now,
+    ...(subject.actor === undefined ? {} : { actor: { sub: subject.actor } }),
   });
   await deps.issuances.record({
     jti: minted.claims.jti,
-    subject,
+    subject: subject.sub,
     audience: sandbox.id,
     scopes: [capability],
     requestId,
@@ -69,11 +76,12 @@ export class RelayTokens {
 
   async get(
     sandbox: SandboxRecord,
-    subject: string,
+    subject: RelaySubject,
     capability: CapabilityScope,
     requestId: string,
   ): Promise<RelayToken> {
-    const key = `${sandbox.id}\n${Buffer.from(sandbox.signingKeyCipher).toString('base64url')}\n${subject}\n${capability}`;
+    const sealedKey = Buffer.from(sandbox.signingKeyCipher).toString('base64url');
+    const key = `${sandbox.id}\n${sealedKey}\n${subject.sub}\n${subject.actor ?? ''}\n${capability}`;
     const kept = this.#kept.get(key);
     if (kept !== undefined && kept.expiresAt - this.deps.now() > REUSE_MARGIN_MS)
       return { ...kept, kept: true };

@@ -25,7 +25,7 @@ import type { SessionService } from '../sessions/session-service.js';
 import { OWNER_STOP_REASON } from './owner-stops.js';
 import { RelayResume, type RunningDataplane } from './relay-resume.js';
 import { toSandboxResource } from './sandbox-presenter.js';
-import { RelayTokens, type RelayTokenDeps } from './relay-tokens.js';
+import { RelayTokens, type RelaySubject, type RelayTokenDeps } from './relay-tokens.js';
 import { RunningTargets } from './running-targets.js';
 
 export interface SandboxResourcesDeps {
@@ -187,7 +187,7 @@ export class SandboxResources {
     if (remembered === undefined) this.#running.set(who, running);
     const token = await this.#tokens.get(
       running.sandbox,
-      context.principal.id,
+      relaySubject(context.principal),
       capability,
       context.requestId,
     );
@@ -222,4 +222,14 @@ function tokenHolder(sandbox: Sandbox, claims: CapabilityClaims): Principal {
     via: 'capability_token',
     jti: claims.jti,
   };
+}
+
+/**
+ * A delegated agent's calls run as the user it acts for, with the agent named in `act`
+ * (RFC 8693), so the sandbox's command log says who ran what for whom.
+ */
+function relaySubject(principal: Principal): RelaySubject {
+  return principal.actingFor === undefined
+    ? { sub: principal.id }
+    : { sub: principal.actingFor, actor: principal.actor ?? principal.id };
 }
