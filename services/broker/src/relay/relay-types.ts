@@ -89,6 +89,12 @@ export interface RelayWsOptions {
    * upstream as `{type:'auth'}`; without it such frames are dropped.
    */
   readonly onClientAuth?: (token: unknown) => Promise<string | undefined> | string | undefined;
+  /**
+   * Sees the caller's first message for the agent (its `auth` frames aside) and answers what
+   * to send instead (as text), or a refusal: the caller then gets an `error` frame (BAD_REQUEST) and is
+   * closed 1008, and nothing reaches the agent.
+   */
+  readonly firstFrame?: (data: Buffer, isBinary: boolean) => Buffer | { readonly refuse: string };
   /** Called when the relay pauses (`true`) or resumes (`false`) a side, for metrics and tests. */
   readonly onBackpressure?: (direction: BackpressureDirection, paused: boolean) => void;
 }

@@ -39,6 +39,9 @@ class WsBridge {
   #clientClosed = false;
   #agentClosed = false;
   #refusedStatus: number | undefined;
+  #firstFrame: RelayWsOptions['firstFrame'];
+  /** The first frame was refused: the caller is being closed and nothing more is forwarded. */
+  #refused = false;
   #outcome: { -readonly [K in keyof WsRelayOutcome]?: WsRelayOutcome[K] } = {};
 
   constructor(
@@ -60,6 +63,7 @@ class WsBridge {
     this.#toClient = new WsPump(upstream, client, highWater, (p) => options.onBackpressure?.('toClient', p));
     this.#toAgent = new WsPump(client, upstream, highWater, (p) => options.onBackpressure?.('toAgent', p));
     this.#queue = [...(options.pending ?? [])];
+    this.#firstFrame = options.firstFrame;
     // Until the agent has the token, the caller's messages wait in its socket, not here.
     client.pause();
     client.on('message', (data: RawData, isBinary: boolean) => this.#fromClient(data, isBinary));
@@ -93,10 +97,26 @@ class WsBridge {
       this.#queue.push({ data, isBinary });
       return;
     }
+    if (this.#refused) return;
     const buffer = bufferOf(data);
     const auth = isBinary ? undefined : authFrameToken(buffer);
-    if (auth === undefined) this.#toAgent?.forward(buffer, isBinary);
-    else this.#reauthenticate(auth.token).catch(() => undefined);
+    if (auth !== undefined) this.#reauthenticate(auth.token).catch(() => undefined);
+    else if (this.#firstFrame === undefined) this.#toAgent?.forward(buffer, isBinary);
+    else this.#forwardFirst(this.#firstFrame(buffer, isBinary));
+  }
+
+  #forwardFirst(frame: Buffer | { readonly refuse: string }): void {
+    this.#firstFrame = undefined;
+    if (Buffer.isBuffer(frame)) {
+      this.#toAgent?.forward(frame, false);
+      return;
+    }
+    this.#refused = true;
+    if (this.client.readyState === WebSocket.OPEN)
+      this.client.send(
+        JSON.stringify({ type: 'error', error: { code: 'BAD_REQUEST', message: frame.refuse } }),
+      );
+    this.#closeClient('relay', WS_CLOSE_CODES.POLICY_VIOLATION, frame.refuse.slice(0, 120));
   }
 
   /** The caller's credential stays here; the agent gets a fresh token from the hook, if any. */

@@ -16,9 +16,16 @@ import { useLocalBroker } from '../support/use-local-broker.js';
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 
 /** Opens a session socket, authenticates with `key`, starts a shell; resolves how it ended and what it printed. */
-async function shellThrough(url: string, path: string, key: string, command?: string) {
+async function shellThrough(
+  url: string,
+  path: string,
+  key: string,
+  command?: string,
+  start: Record<string, unknown> = { type: 'start', cols: 80, rows: 24 },
+) {
   const socket = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`);
   let output = '';
+  let shellId: string | undefined;
   const errors: string[] = [];
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString('utf8') })),
@@ -29,7 +36,9 @@ async function shellThrough(url: string, path: string, key: string, command?: st
       type: string;
       data?: string;
       error?: { code: string };
+      shell_session_id?: string;
     };
+    if (frame.type === 'ready') shellId = frame.shell_session_id;
     if (frame.type === 'error' && frame.error !== undefined) errors.push(frame.error.code);
     if (frame.type === 'ready' && command !== undefined)
       socket.send(JSON.stringify({ type: 'stdin', data: `${command}\n` }));
@@ -40,8 +49,8 @@ async function shellThrough(url: string, path: string, key: string, command?: st
     socket.once('error', reject);
   });
   socket.send(JSON.stringify({ type: 'auth', token: key }));
-  socket.send(JSON.stringify({ type: 'start', cols: 80, rows: 24 }));
-  return { socket, closed, output: () => output, errors: () => errors };
+  socket.send(JSON.stringify(start));
+  return { socket, closed, output: () => output, errors: () => errors, shellId: () => shellId };
 }
 
 async function waitFor(check: () => boolean, what: string): Promise<void> {
@@ -258,6 +267,46 @@ describe(`sandbox resources [${backend.name}]`, () => {
     await waitFor(() => shell.output().includes('through-42'), 'the shell output');
     expect((await shell.closed).code).toBe(1000);
   }, 120_000);
+
+  it('re-attaches to the shell the session path names, and refuses a start frame naming another', async () => {
+    const id = sandbox.id;
+    const key = keys['attach:sandbox']!;
+    const first = await shellThrough(
+      broker.url,
+      `/v1/sandboxes/${id}/sessions/new`,
+      key,
+      'MARK=kept-$((6 * 7))',
+    );
+    await waitFor(() => first.shellId() !== undefined, 'the new shell');
+    const shellId = first.shellId()!;
+    first.socket.close(1000);
+    await first.closed;
+
+    const again = await shellThrough(
+      broker.url,
+      `/v1/sandboxes/${id}/sessions/${shellId}`,
+      key,
+      'echo "mark:$MARK"',
+    );
+    await waitFor(() => again.output().includes('mark:kept-42'), 'the same shell, re-attached');
+    expect(again.shellId()).toBe(shellId);
+    again.socket.close(1000);
+    await again.closed;
+
+    for (const start of [
+      { type: 'start', cols: 80, rows: 24, shell_session_id: 'shl_another' },
+      { type: 'stdin', data: 'echo hi\n' },
+    ]) {
+      const refused = await shellThrough(
+        broker.url,
+        `/v1/sandboxes/${id}/sessions/${shellId}`,
+        key,
+        undefined,
+        start,
+      );
+      expect([(await refused.closed).code, refused.errors()]).toEqual([1008, ['BAD_REQUEST']]);
+    }
+  }, 60_000);
 
   it('hides a sandbox from other tenants (404) and lets an admin of any tenant see and act on it', async () => {
     const id = sandbox.id;

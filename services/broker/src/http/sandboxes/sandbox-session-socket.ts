@@ -21,6 +21,7 @@ import { hasCallerScope } from '../../domain/auth/principal.js';
 import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import { authFrameToken, bufferOf, holdFrames, relayWebSocket } from '../../relay/index.js';
 import { resolveRelay, type DataplaneRelayDeps, type ResolvedRelay } from './dataplane-relay.js';
+import { sessionStartFrame } from './session-start-frame.js';
 
 export interface SandboxSessionSocketDeps {
   readonly resources: SandboxResources;
@@ -40,9 +41,13 @@ const DATAPLANE_PATH = /^\/v1\/sandboxes\/([^/]+)\/dp(\/.*)$/;
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
 
 /** What the caller's credential resolves to for one matched socket path. */
-type Resolve = (
-  credential: string,
-) => Promise<ResolvedRelay & { readonly agentPath: string; readonly route: string }>;
+type Resolve = (credential: string) => Promise<
+  ResolvedRelay & {
+    readonly agentPath: string;
+    readonly route: string;
+    readonly firstFrame?: ReturnType<typeof sessionStartFrame>;
+  }
+>;
 
 function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined {
   const session = SESSION_PATH.exec(url.pathname);
@@ -57,7 +62,8 @@ function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined 
         throw new SbxError('FORBIDDEN', 'a session needs the caller scope attach:sandbox');
       const context = { requestId: `req_${randomUUID()}`, principal };
       const target = await deps.resources.relayTarget(context, params.id, 'shell');
-      return { target, context, agentPath: '/v1/shell/ws', route: `sessions/${params.sid}` };
+      const firstFrame = sessionStartFrame(params.sid);
+      return { target, context, agentPath: '/v1/shell/ws', route: `sessions/${params.sid}`, firstFrame };
     };
   const dataplane = DATAPLANE_PATH.exec(url.pathname);
   const relay = deps.dataplane;
@@ -94,8 +100,11 @@ async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve:
   client.on('error', () => client.terminate());
   try {
     const { token, held } = await firstAuthFrame(client);
-    const { target, context, agentPath, route } = await resolve(token);
-    const outcome = await relayWebSocket(client, target, agentPath, { pending: held.take() });
+    const { target, context, agentPath, route, firstFrame } = await resolve(token);
+    const outcome = await relayWebSocket(client, target, agentPath, {
+      pending: held.take(),
+      ...(firstFrame === undefined ? {} : { firstFrame }),
+    });
     // A policy close may be the agent refusing a kept token whose jti was revoked.
     if (outcome.agentCloseCode === WS_CLOSE_CODES.POLICY_VIOLATION)
       deps.resources.retireRelayToken(target.jti);
