@@ -36,10 +36,12 @@ export class SandboxResourceQueries {
               tenantId: owner.tenantId,
               ownerId: owner.ownerId,
               state: filter.state,
-              scopeType: filter.threadId === undefined ? filter.scopeType : 'thread',
+              scopeType: filter.scopeType,
               scopeId: filter.threadId,
               name: filter.name,
             },
+            // thread_id is a thread's id: with scope_type too, both must hold (AND, as every filter).
+            filter.threadId === undefined ? {} : { scopeType: 'thread' },
             afterPosition(page.after),
           ],
         },
