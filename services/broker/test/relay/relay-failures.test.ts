@@ -1,9 +1,11 @@
 // What a real agent will not do on request: echo the headers it got, answer with hop-by-hop
-// fields, break off mid-answer, never answer, refuse an upgrade as overloaded. A stand-in
-// upstream does these; the relay in front of it is the same one the other tests use.
+// fields, break off mid-answer, never answer, refuse an upgrade as overloaded, end a socket
+// without a close code or drop it. A stand-in upstream does these; the relay in front of it
+// is the same one the other tests use.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { WebSocketServer } from 'ws';
 import { closedPort, lastOutcome, startRelayServer, type RelayServer } from './relay-harness.js';
 import { once, openCaller } from './relay-ws-client.js';
 
@@ -160,3 +162,53 @@ function pollUntil(check: () => boolean, fire: () => void): void {
   if (check()) fire();
   else setTimeout(() => pollUntil(check, fire), 10);
 }
+
+describe('relay: how an agent that ends a socket badly reaches the caller, against a stand-in', () => {
+  let upstream: Server;
+  let agents: WebSocketServer;
+  let relay: RelayServer;
+
+  beforeAll(async () => {
+    upstream = createServer();
+    agents = new WebSocketServer({ server: upstream });
+    // After the broker's token: a close frame without a code (1005 at the relay), or the
+    // connection dropped with no close frame at all (1006).
+    agents.on('connection', (socket, req) =>
+      socket.once('message', () => {
+        if (req.url === '/no-code') socket.close();
+        else socket.terminate();
+      }),
+    );
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const { port } = upstream.address() as AddressInfo;
+    relay = await startRelayServer({
+      httpBaseUrl: `http://127.0.0.1:${port}/`,
+      wsBaseUrl: `ws://127.0.0.1:${port}`,
+      token: BROKER_TOKEN,
+    });
+  });
+
+  afterAll(async () => {
+    await relay.close();
+    agents.close();
+    upstream.closeAllConnections();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  it('closes the caller 1000 for a close without a code, 1011 for a dropped connection', async () => {
+    const noCode = await openCaller(relay, '/no-code');
+    expect((await noCode.closed).code).toBe(1000);
+    expect(await lastOutcome(relay)).toMatchObject({
+      closedBy: 'agent',
+      agentCloseCode: 1005,
+      closeCode: 1000,
+    });
+    const dropped = await openCaller(relay, '/dropped');
+    expect((await dropped.closed).code).toBe(1011);
+    expect(await lastOutcome(relay)).toMatchObject({
+      closedBy: 'agent',
+      agentCloseCode: 1006,
+      closeCode: 1011,
+    });
+  });
+});
