@@ -1,13 +1,12 @@
-// The broker as `pnpm start` runs it (its own start script's variables and node arguments, on
-// embedded defaults: PGlite, local sandboxes), on a free port and a fresh data directory; the
-// URL and admin key it prints.
-import { spawn, type ChildProcess } from 'node:child_process';
+// The broker as `pnpm start` runs it (its own start script: the bundle's build, then the
+// broker with the script's variables and node arguments, on embedded defaults: PGlite, local
+// sandboxes), on a free port and a fresh data directory; the URL and admin key it prints.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -17,28 +16,45 @@ export interface Deployment {
   close(): Promise<void>;
 }
 
-/** services/broker's `start` script (`A=1 B=2 node <args>`): its variables and node's arguments. */
-export function brokerStartCommand(): { readonly env: Record<string, string>; readonly args: string[] } {
+export interface StartStep {
+  readonly env: Record<string, string>;
+  readonly args: string[];
+}
+
+/**
+ * services/broker's `start` script, `node <build> && A=1 B=2 node <args>`: each step's
+ * variables and node's arguments, the broker itself last.
+ */
+export function brokerStartSteps(): StartStep[] {
   const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'services/broker/package.json'), 'utf8')) as {
     scripts: { start: string };
   };
-  const words = manifest.scripts.start.trim().split(/\s+/);
-  const env: Record<string, string> = {};
-  for (let word = words[0]; word !== undefined && /^[A-Z_]+=/.test(word); word = words[0]) {
-    words.shift();
-    env[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
-  }
-  if (words.shift() !== 'node') throw new Error('the broker start script no longer runs node');
-  return { env, args: words };
+  return manifest.scripts.start.split('&&').map((step) => {
+    const words = step.trim().split(/\s+/);
+    const env: Record<string, string> = {};
+    for (let word = words[0]; word !== undefined && /^[A-Z_]+=/.test(word); word = words[0]) {
+      words.shift();
+      env[word.slice(0, word.indexOf('='))] = word.slice(word.indexOf('=') + 1);
+    }
+    if (words.shift() !== 'node') throw new Error('a step of the broker start script no longer runs node');
+    return { env, args: words };
+  });
 }
 
 export async function startDeployment(): Promise<Deployment> {
-  // tsx as a file URL: the loader resolves the same wherever the test runs from.
-  const tsx = pathToFileURL(createRequire(path.join(REPO_ROOT, 'package.json')).resolve('tsx')).href;
-  const start = brokerStartCommand();
+  const steps = brokerStartSteps();
+  const start = steps.at(-1)!;
+  // The steps before it (the build of the broker's bundle), run as the script runs them.
+  for (const step of steps.slice(0, -1)) {
+    const ran = spawnSync(process.execPath, step.args, {
+      cwd: path.join(REPO_ROOT, 'services/broker'),
+      env: { ...step.env, PATH: process.env['PATH'] ?? '/usr/bin:/bin' },
+      encoding: 'utf8',
+    });
+    if (ran.status !== 0) throw new Error(`node ${step.args.join(' ')} failed:\n${ran.stderr}`);
+  }
   const dataDir = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-langgraph-')));
-  const args = start.args.map((arg) => (arg === 'tsx' ? tsx : arg));
-  const broker: ChildProcess = spawn(process.execPath, args, {
+  const broker: ChildProcess = spawn(process.execPath, start.args, {
     cwd: path.join(REPO_ROOT, 'services/broker'),
     env: {
       ...start.env,

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { brokerStartCommand, REPO_ROOT, startDeployment, type Deployment } from './deployment.js';
+import { brokerStartSteps, REPO_ROOT, startDeployment, type Deployment } from './deployment.js';
 
 const SLOW = 180_000;
 const guide = readFileSync(path.join(REPO_ROOT, 'docs/langgraph.md'), 'utf8');
@@ -43,10 +43,13 @@ describe('docs/langgraph.md', () => {
     const [start] = ofLang('sh');
     expect(start).toBe('npx -y pnpm@12.4.2 start');
     // `pnpm start` is the broker's own start script, which startDeployment runs as written:
-    // its variables, then node's arguments.
+    // the build of its bundle, then its variables and node's arguments.
     expect(readJson('package.json').scripts['start']).toBe('pnpm --filter ./services/broker start');
-    const { args } = brokerStartCommand();
-    expect(args.slice(-3)).toEqual(['--import', 'tsx', 'src/main.ts']);
+    const steps = brokerStartSteps();
+    expect(steps.map((step) => step.args.at(-1))).toEqual([
+      '../../scripts/build-broker.mjs',
+      'dist/main.mjs',
+    ]);
   });
 
   it(

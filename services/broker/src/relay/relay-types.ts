@@ -51,6 +51,12 @@ export interface WsRelayOutcome {
   readonly durationMs: number;
   /** The agent could not be reached (1011) or refused the upgrade as overloaded (1013). */
   readonly failure?: 'unreachable' | 'overloaded';
+  /**
+   * The agent closed 1008 right after an `error` frame `UNAUTHENTICATED`: it refused the
+   * relay's token (revoked, expired). The caller cannot cause this: its own `auth` frames
+   * never reach the agent.
+   */
+  readonly tokenRefused?: boolean;
 }
 
 export type RelayOutcome = HttpRelayOutcome | WsRelayOutcome;

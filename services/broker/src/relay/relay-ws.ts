@@ -42,6 +42,8 @@ class WsBridge {
   #firstFrame: RelayWsOptions['firstFrame'];
   /** The first frame was refused: the caller is being closed and nothing more is forwarded. */
   #refused = false;
+  /** The agent's last text message: its `error` frame, when it closes refusing the token. */
+  #lastAgentText: Buffer | undefined;
   #outcome: { -readonly [K in keyof WsRelayOutcome]?: WsRelayOutcome[K] } = {};
 
   constructor(
@@ -70,9 +72,11 @@ class WsBridge {
     client.on('close', (code: number, reason: Buffer) => this.#onClientClose(code, reasonOf(reason)));
     client.on('error', () => undefined); // `close` follows
     upstream.on('open', () => this.#onOpen(token));
-    upstream.on('message', (data: RawData, isBinary: boolean) =>
-      this.#toClient?.forward(bufferOf(data), isBinary),
-    );
+    upstream.on('message', (data: RawData, isBinary: boolean) => {
+      const buffer = bufferOf(data);
+      this.#lastAgentText = isBinary ? undefined : buffer;
+      this.#toClient?.forward(buffer, isBinary);
+    });
     upstream.on('unexpected-response', (_request, response) => {
       this.#refusedStatus = response.statusCode;
       response.resume();
@@ -128,6 +132,8 @@ class WsBridge {
 
   #onAgentClose(code: number, reason: string): void {
     this.#agentClosed = true;
+    if (code === WS_CLOSE_CODES.POLICY_VIOLATION && refusesToken(this.#lastAgentText))
+      this.#outcome.tokenRefused = true;
     // The caller's close reply must be read, whether backpressure or a connect that never
     // completed had stopped the relay reading it; what else it sends now is dropped.
     this.#toAgent?.release();
@@ -185,6 +191,21 @@ class WsBridge {
       peakBufferedToAgent: this.#toAgent?.peakBuffered ?? 0,
       durationMs: Date.now() - this.#started,
       ...(o.failure === undefined ? {} : { failure: o.failure }),
+      ...(o.tokenRefused === true ? { tokenRefused: true } : {}),
     });
+  }
+}
+
+/** `{"type":"error","error":{"code":"UNAUTHENTICATED",…}}`, as the agent refuses a token. */
+function refusesToken(text: Buffer | undefined): boolean {
+  if (text === undefined || text.length > 4096) return false;
+  try {
+    const frame: unknown = JSON.parse(text.toString('utf8'));
+    if (typeof frame !== 'object' || frame === null || !('type' in frame) || frame.type !== 'error')
+      return false;
+    const error = 'error' in frame ? frame.error : undefined;
+    return typeof error === 'object' && error !== null && 'code' in error && error.code === 'UNAUTHENTICATED';
+  } catch {
+    return false;
   }
 }

@@ -18,6 +18,7 @@ import {
 } from '@sbx/protocol';
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
+import { until } from '../support/until.js';
 import { useLocalBroker } from '../support/use-local-broker.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
@@ -266,6 +267,40 @@ describe(`relay mode [${backend.name}]`, () => {
       const adminOnly = await broker.apiKey({ scopes: ['admin:sandbox'] });
       const asAdmin = await dp('/v1/exec', adminOnly, execBody('true'));
       expect(await refusalOf(asAdmin)).toEqual([403, 'FORBIDDEN']);
+    });
+
+    it('mints a new relay token once the agent refuses a kept one whose jti was revoked', async () => {
+      const key = await ownerKey(['exec:sandbox', 'read:sandbox']);
+      const marker = randomUUID();
+      /** The jti of the newest logged run of `cmd`, as the agent's command log names it. */
+      const jtiOf = async (cmd: string) => {
+        const page = await dp('/v1/commands/log?limit=200', key);
+        const items = ((await page.json()) as { items: { command: string; jti: string }[] }).items;
+        return items.filter((entry) => entry.command === cmd).at(-1)?.jti;
+      };
+      const before = `echo before-${marker}`;
+      expect((await dp('/v1/exec', key, execBody(before))).status).toBe(200);
+      const kept = (await jtiOf(before))!;
+      const revoked = await request(broker.url)
+        .post('/admin/revocations')
+        .set(bearer(admin))
+        .send({ jti: kept });
+      expect(revoked.status).toBe(200);
+      // Until the agents have the revocation the kept token still works; the first call they
+      // refuse (401) retires it, and the next one runs under a token minted for it.
+      const after = `echo after-${marker}`;
+      const statuses: number[] = [];
+      await until(
+        async () => {
+          const ran = await dp('/v1/exec', key, execBody(after));
+          statuses.push(ran.status);
+          return ran.status === 200 && (await jtiOf(after)) !== kept;
+        },
+        'a relayed exec under a new token',
+        100,
+      );
+      expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(1);
+      expect(statuses.every((status) => status === 200 || status === 401)).toBe(true);
     });
 
     it('attach:sandbox alone opens /dp/v1/shell/ws; exec:sandbox or admin:sandbox alone get an error frame and 1008', async () => {

@@ -308,6 +308,57 @@ describe(`sandbox resources [${backend.name}]`, () => {
     }
   }, 60_000);
 
+  it('keeps the shell token when a caller closes 1008, retires it when the agent refuses it', async () => {
+    const id = sandbox.id;
+    const key = keys['attach:sandbox']!;
+    /** The jtis of this sandbox's relayed `sessions/new` sockets, oldest first. */
+    const shellJtis = async () =>
+      (
+        await broker.database.prisma.auditEvent.findMany({
+          where: { action: 'sandbox.relay', sandboxId: id },
+          orderBy: { id: 'asc' },
+        })
+      )
+        .filter((row) => JSON.stringify(row.detail).includes('"sessions/new"'))
+        .map((row) => row.jti);
+    const shell = async (how: 'exit' | 'close 1008') => {
+      const count = (await shellJtis()).length;
+      const opened = await shellThrough(
+        broker.url,
+        `/v1/sandboxes/${id}/sessions/new`,
+        key,
+        how === 'exit' ? 'exit' : undefined,
+      );
+      if (how === 'close 1008') {
+        await waitFor(() => opened.shellId() !== undefined, 'the shell');
+        opened.socket.close(1008, 'caller policy');
+      }
+      const { code } = await opened.closed;
+      await until(async () => (await shellJtis()).length > count, 'the socket audit row');
+      return { code, errors: opened.errors(), jti: (await shellJtis()).at(-1)! };
+    };
+    const first = await shell('exit');
+    expect(first.code).toBe(1000);
+    // The caller's own 1008 (echoed by the agent) is no refusal of the token: it stays kept.
+    expect((await shell('close 1008')).jti).toBe(first.jti);
+    expect((await shell('exit')).jti).toBe(first.jti);
+
+    const revoked = await call('post', '/admin/revocations', keys['admin']!).send({ jti: first.jti });
+    expect(revoked.status).toBe(200);
+    const refusals: string[][] = [];
+    await until(
+      async () => {
+        const next = await shell('exit');
+        if (next.code === 1008) refusals.push(next.errors);
+        return next.code === 1000 && next.jti !== first.jti;
+      },
+      'a shell under a newly minted token',
+      100,
+    );
+    expect(refusals.length).toBeLessThanOrEqual(1);
+    for (const errors of refusals) expect(errors).toEqual(['UNAUTHENTICATED']);
+  }, 90_000);
+
   it('hides a sandbox from other tenants (404) and lets an admin of any tenant see and act on it', async () => {
     const id = sandbox.id;
     // A stranger of another tenant, and a neighbour of the same tenant under another owner.
@@ -372,11 +423,13 @@ describe(`sandbox resources [${backend.name}]`, () => {
     expect([afterRotation.status, afterRotation.body.stdout]).toEqual([200, 'ok\n']);
     // Revoking the one kept token's jti: the agents refuse it within a second, and the relay
     // mints another rather than failing this caller's commands until the token expires.
-    const jtiOfLast = async () => {
-      const page = await call('get', `/v1/sandboxes/${id}/logs?limit=100`, keys['read:sandbox']!);
-      return (page.body.items as { jti: string }[]).at(-1)!.jti;
+    /** The jti of the newest logged run of `cmd` (the log pages oldest first). */
+    const jtiOf = async (cmd: string) => {
+      const page = await call('get', `/v1/sandboxes/${id}/logs?limit=200`, keys['read:sandbox']!);
+      return (page.body.items as { command: string; jti: string }[]).filter((e) => e.command === cmd).at(-1)
+        ?.jti;
     };
-    const revokedJti = await jtiOfLast();
+    const revokedJti = (await jtiOf('echo ok'))!;
     const revoked = await call('post', '/admin/revocations', keys['admin']!).send({ jti: revokedJti });
     expect([revoked.status, revoked.body.revoked_tokens]).toEqual([200, 1]);
     await until(
@@ -385,7 +438,7 @@ describe(`sandbox resources [${backend.name}]`, () => {
           cmd: 'echo again',
         });
         expect([again.status, again.body.stdout]).toEqual([200, 'again\n']);
-        return (await jtiOfLast()) !== revokedJti;
+        return (await jtiOf('echo again')) !== revokedJti;
       },
       'a relayed command under a newly minted token',
       100,

@@ -39,6 +39,8 @@ export function dataplaneRelayRoutes(deps: DataplaneRelayRoutesDeps): Router {
       requestId: requestIdOf(res),
     });
     const outcome = await relayHttp(req, res, target, `${agentPath}${query}`);
+    // The agent refused a kept token (its jti revoked): this caller's next call gets a new one.
+    if (outcome.status === 401) deps.resources.retireRelayToken(target.jti);
     await deps.audit.record(
       'sandbox.relay',
       outcome.status < 400 ? 'ok' : `HTTP_${outcome.status}`,

@@ -105,9 +105,8 @@ async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve:
       pending: held.take(),
       ...(firstFrame === undefined ? {} : { firstFrame }),
     });
-    // A policy close may be the agent refusing a kept token whose jti was revoked.
-    if (outcome.agentCloseCode === WS_CLOSE_CODES.POLICY_VIOLATION)
-      deps.resources.retireRelayToken(target.jti);
+    // The agent refused a kept token (its jti revoked): the next socket gets a new one.
+    if (outcome.tokenRefused === true) deps.resources.retireRelayToken(target.jti);
     await deps.audit.record(
       'sandbox.relay',
       outcome.closeCode === 1000 ? 'ok' : `WS_${outcome.closeCode}`,
