@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -52,6 +53,34 @@ describe('the bundled broker (pnpm start, the broker image)', () => {
     expect(text).not.toMatch(/from\s*["']@sbx\//);
     expect(text).not.toMatch(/from\s*["'][^"']+\.ts["']/);
     expect(text).toMatch(/from\s*["']express["']/);
+  });
+
+  it("imports only packages the broker declares, which resolve from the broker's own node_modules", () => {
+    const text = readFileSync(path.join(outDir, 'main.mjs'), 'utf8');
+    const imported = new Set<string>();
+    for (const [, specifier] of text.matchAll(
+      /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["']([^"'./][^"']*)["']/g,
+    )) {
+      if (
+        specifier === undefined ||
+        specifier.startsWith('node:') ||
+        builtinModules.includes(specifier.split('/')[0]!)
+      )
+        continue;
+      imported.add(
+        specifier
+          .split('/')
+          .slice(0, specifier.startsWith('@') ? 2 : 1)
+          .join('/'),
+      );
+    }
+    const manifest = JSON.parse(
+      readFileSync(path.join(root, 'services', 'broker', 'package.json'), 'utf8'),
+    ) as {
+      dependencies: Record<string, string>;
+    };
+    expect(imported.size).toBeGreaterThan(5);
+    expect([...imported].filter((name) => manifest.dependencies[name] === undefined)).toEqual([]);
   });
 
   it('is ready on embedded defaults, its migrations applied, wherever it was started from', async () => {
