@@ -5,12 +5,10 @@
 // a caller that reads slowly.
 // Real Postgres, the local provider's real agent under bubblewrap.
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WebSocket } from 'ws';
 import { newDataDirOutsideTmp, removeDataDir } from '../providers/local-provider-kit.js';
+import { uploadZeros } from '../relay/zero-upload.js';
 import { backends, useTestDatabase } from '../support/test-database.js';
 import { deploymentEnv, operatorKey, startBrokerProcess, type BrokerProcess } from './broker-process.js';
 
@@ -36,30 +34,8 @@ async function peakRssDuring<T>(pid: number, work: Promise<T>): Promise<{ result
   }
 }
 
-/** POSTs `bytes` zero bytes, generated as they are sent; resolves with the status and body. */
-function upload(url: string, key: string, bytes: number): Promise<{ status: number; body: string }> {
-  const chunk = Buffer.alloc(MiB);
-  async function* body(): AsyncGenerator<Buffer> {
-    for (let sent = 0; sent < bytes; sent += chunk.length) yield chunk;
-  }
-  return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${key}`,
-        'content-length': String(bytes),
-        'content-type': 'application/octet-stream',
-      },
-    });
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (part: string) => (text += part));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    pipeline(Readable.from(body()), req).catch(reject);
-  });
-}
+const upload = (url: string, key: string, bytes: number) =>
+  uploadZeros(url, bytes, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
 
 (postgres.available ? describe : describe.skip)('the relay through the broker routes', () => {
   const db = useTestDatabase(postgres);

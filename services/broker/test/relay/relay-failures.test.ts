@@ -44,30 +44,39 @@ function standIn(req: IncomingMessage, res: ServerResponse): void {
   }
 }
 
+/** `upstream` listening on a free port, and a relay in front of it; `close` ends both. */
+async function relayInFrontOf(upstream: Server): Promise<{ relay: RelayServer; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const { port } = upstream.address() as AddressInfo;
+  const relay = await startRelayServer({
+    httpBaseUrl: `http://127.0.0.1:${port}/`,
+    wsBaseUrl: `ws://127.0.0.1:${port}`,
+    token: BROKER_TOKEN,
+  });
+  return {
+    relay,
+    close: async () => {
+      await relay.close();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    },
+  };
+}
+
 describe('relay: failures and policies, against a stand-in upstream', () => {
-  let upstream: Server;
   let relay: RelayServer;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    upstream = createServer(standIn);
+    const upstream = createServer(standIn);
     // An upgrade the stand-in refuses as overloaded, as a busy proxy in front of an agent would.
     upstream.on('upgrade', (_req, socket) =>
       socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n'),
     );
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const { port } = upstream.address() as AddressInfo;
-    relay = await startRelayServer({
-      httpBaseUrl: `http://127.0.0.1:${port}/`,
-      wsBaseUrl: `ws://127.0.0.1:${port}`,
-      token: BROKER_TOKEN,
-    });
+    ({ relay, close } = await relayInFrontOf(upstream));
   });
 
-  afterAll(async () => {
-    await relay.close();
-    upstream.closeAllConnections();
-    await new Promise((resolve) => upstream.close(resolve));
-  });
+  afterAll(() => close());
 
   it("sends the broker's token, end-to-end headers only, and returns the answer's end-to-end headers", async () => {
     const response = await fetch(`${relay.httpUrl}/dp/echo?x=1`, {
@@ -164,12 +173,12 @@ function pollUntil(check: () => boolean, fire: () => void): void {
 }
 
 describe('relay: how an agent that ends a socket badly reaches the caller, against a stand-in', () => {
-  let upstream: Server;
   let agents: WebSocketServer;
   let relay: RelayServer;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    upstream = createServer();
+    const upstream = createServer();
     agents = new WebSocketServer({ server: upstream });
     // After the broker's token: a close frame without a code (1005 at the relay), or the
     // connection dropped with no close frame at all (1006).
@@ -179,20 +188,12 @@ describe('relay: how an agent that ends a socket badly reaches the caller, again
         else socket.terminate();
       }),
     );
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const { port } = upstream.address() as AddressInfo;
-    relay = await startRelayServer({
-      httpBaseUrl: `http://127.0.0.1:${port}/`,
-      wsBaseUrl: `ws://127.0.0.1:${port}`,
-      token: BROKER_TOKEN,
-    });
+    ({ relay, close } = await relayInFrontOf(upstream));
   });
 
   afterAll(async () => {
-    await relay.close();
     agents.close();
-    upstream.closeAllConnections();
-    await new Promise((resolve) => upstream.close(resolve));
+    await close();
   });
 
   it('closes the caller 1000 for a close without a code, 1011 for a dropped connection', async () => {

@@ -3,15 +3,13 @@
 // client, the harness and the agent's provider would all move the RSS, and the number
 // would say nothing about the relay. The body is generated as it is sent, never held.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { request } from 'node:http';
 import { createRequire } from 'node:module';
 import { createInterface, type Interface } from 'node:readline';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startLocalKit, tokenFor, type LocalKit } from '../providers/local-provider-kit.js';
 import { startSandbox, type Sandbox } from './relay-harness.js';
+import { uploadZeros } from './zero-upload.js';
 
 const MiB = 1024 * 1024;
 const UPLOAD_BYTES = 500 * MiB;
@@ -55,26 +53,7 @@ class RelayHost {
   }
 }
 
-/** PUTs `bytes` zero bytes, generated chunk by chunk, to `url`; resolves with the status and body. */
-async function upload(url: string, bytes: number): Promise<{ status: number; body: string }> {
-  const chunk = Buffer.alloc(MiB);
-  async function* body(): AsyncGenerator<Buffer> {
-    for (let sent = 0; sent < bytes; sent += chunk.length) yield chunk;
-  }
-  return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'PUT',
-      headers: { 'content-length': String(bytes), 'content-type': 'application/octet-stream' },
-    });
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (part: string) => (text += part));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    pipeline(Readable.from(body()), req).catch(reject);
-  });
-}
+const upload = (url: string, bytes: number) => uploadZeros(url, bytes, { method: 'PUT' });
 
 describe('relayHttp: a 500 MiB upload with bounded memory', () => {
   let kit: LocalKit;
