@@ -7,28 +7,16 @@
 import { cpSync, mkdirSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ESM_REQUIRE_BANNER, loadEsbuild, REPO_ROOT } from './esbuild-kit.mjs';
 
-const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const AGENT_DIR = path.join(REPO_ROOT, 'services', 'agent');
 const AGENT_ENTRY = path.join(AGENT_DIR, 'src', 'main.ts');
 
 /** Native or optional modules: loaded at run time from `<out-dir>/node_modules` (ws works without the optional two). */
 const EXTERNAL_MODULES = ['node-pty', 'bufferutil', 'utf-8-validate'];
 
-/** Lets bundled CommonJS dependencies `require` node built-ins from an ES module (same as agent-bundle.ts). */
-const BANNER =
-  "import { createRequire as sbxCreateRequire } from 'node:module'; const require = sbxCreateRequire(import.meta.url);";
-
 /** What of node-pty runs on Linux: its JavaScript and the compiled binding (sources and build tools stay behind). */
 const NODE_PTY_FILES = ['package.json', 'LICENSE', 'lib', path.join('build', 'Release', 'pty.node')];
-
-/** esbuild comes with tsx (a root dev dependency), as for the local provider. */
-function loadEsbuild() {
-  const fromRoot = createRequire(path.join(REPO_ROOT, 'package.json'));
-  const fromTsx = createRequire(fromRoot.resolve('tsx/package.json'));
-  return fromTsx('esbuild');
-}
 
 /** The node-pty the agent depends on (pnpm's patched, locally compiled copy). */
 function nodePtyDir() {
@@ -58,7 +46,7 @@ async function buildAgent(outDir) {
     target: 'node20',
     minify: true,
     logLevel: 'warning',
-    banner: { js: BANNER },
+    banner: { js: ESM_REQUIRE_BANNER },
     external: EXTERNAL_MODULES.flatMap((name) => [name, `${name}/*`]),
   });
   copyNodePty(outDir);

@@ -6,24 +6,12 @@
 // lie inside services/broker (default: services/broker/dist). Plain node runs the result: no
 // TypeScript is compiled when the broker starts.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ESM_REQUIRE_BANNER, loadEsbuild, REPO_ROOT } from './esbuild-kit.mjs';
 
-const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BROKER_DIR = path.join(REPO_ROOT, 'services', 'broker');
 const ENTRIES = ['main', 'new-api-key'];
-
-/** Lets bundled CommonJS code `require` node built-ins from an ES module (as build-agent.mjs). */
-const BANNER =
-  "import { createRequire as sbxCreateRequire } from 'node:module'; const require = sbxCreateRequire(import.meta.url);";
-
-/** esbuild comes with tsx (a root dev dependency), as for the agent. */
-function loadEsbuild() {
-  const fromRoot = createRequire(path.join(REPO_ROOT, 'package.json'));
-  const fromTsx = createRequire(fromRoot.resolve('tsx/package.json'));
-  return fromTsx('esbuild');
-}
 
 /** Bare imports other than the workspace's own packages stay imports. */
 const thirdPartyExternal = {
@@ -55,7 +43,7 @@ export async function buildBroker(outDir = path.join(BROKER_DIR, 'dist')) {
     target: 'node20',
     // Not minified: stack traces in the broker's logs keep their function names.
     logLevel: 'warning',
-    banner: { js: BANNER },
+    banner: { js: ESM_REQUIRE_BANNER },
     plugins: [thirdPartyExternal],
   });
   return out;

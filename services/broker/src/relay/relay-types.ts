@@ -1,5 +1,6 @@
 import type { Agent as HttpAgent } from 'node:http';
 import type { RawData } from 'ws';
+import type { SbxError } from '@sbx/protocol';
 
 /** Where to send one relayed call: the agent, and a capability token the broker minted for it. */
 export interface RelayTarget {
@@ -97,10 +98,10 @@ export interface RelayWsOptions {
   readonly onClientAuth?: (token: unknown) => Promise<string | undefined> | string | undefined;
   /**
    * Sees the caller's first message for the agent (its `auth` frames aside) and answers what
-   * to send instead (as text), or a refusal: the caller then gets an `error` frame (BAD_REQUEST) and is
+   * to send instead (as text), or an error: the caller then gets it in an `error` frame and is
    * closed 1008, and nothing reaches the agent.
    */
-  readonly firstFrame?: (data: Buffer, isBinary: boolean) => Buffer | { readonly refuse: string };
+  readonly firstFrame?: (data: Buffer, isBinary: boolean) => Buffer | SbxError;
   /** Called when the relay pauses (`true`) or resumes (`false`) a side, for metrics and tests. */
   readonly onBackpressure?: (direction: BackpressureDirection, paused: boolean) => void;
 }

@@ -1,5 +1,5 @@
 import { WebSocket, type RawData } from 'ws';
-import { WS_CLOSE_CODES } from '@sbx/protocol';
+import { ErrorFrame, WS_CLOSE_CODES, type SbxError } from '@sbx/protocol';
 import {
   DEFAULT_HIGH_WATER_BYTES,
   DEFAULT_TIMEOUT_MS,
@@ -109,7 +109,7 @@ class WsBridge {
     else this.#forwardFirst(this.#firstFrame(buffer, isBinary));
   }
 
-  #forwardFirst(frame: Buffer | { readonly refuse: string }): void {
+  #forwardFirst(frame: Buffer | SbxError): void {
     this.#firstFrame = undefined;
     if (Buffer.isBuffer(frame)) {
       this.#toAgent?.forward(frame, false);
@@ -117,10 +117,8 @@ class WsBridge {
     }
     this.#refused = true;
     if (this.client.readyState === WebSocket.OPEN)
-      this.client.send(
-        JSON.stringify({ type: 'error', error: { code: 'BAD_REQUEST', message: frame.refuse } }),
-      );
-    this.#closeClient('relay', WS_CLOSE_CODES.POLICY_VIOLATION, frame.refuse.slice(0, 120));
+      this.client.send(JSON.stringify({ type: 'error', ...frame.toEnvelope() }));
+    this.#closeClient('relay', WS_CLOSE_CODES.POLICY_VIOLATION, reasonOf(frame.message));
   }
 
   /** The caller's credential stays here; the agent gets a fresh token from the hook, if any. */
@@ -196,15 +194,12 @@ class WsBridge {
   }
 }
 
-/** `{"type":"error","error":{"code":"UNAUTHENTICATED",…}}`, as the agent refuses a token. */
+/** The agent's `error` frame `UNAUTHENTICATED`, as it refuses a token. */
 function refusesToken(text: Buffer | undefined): boolean {
   if (text === undefined || text.length > 4096) return false;
   try {
-    const frame: unknown = JSON.parse(text.toString('utf8'));
-    if (typeof frame !== 'object' || frame === null || !('type' in frame) || frame.type !== 'error')
-      return false;
-    const error = 'error' in frame ? frame.error : undefined;
-    return typeof error === 'object' && error !== null && 'code' in error && error.code === 'UNAUTHENTICATED';
+    const frame = ErrorFrame.safeParse(JSON.parse(text.toString('utf8')));
+    return frame.success && frame.data.error.code === 'UNAUTHENTICATED';
   } catch {
     return false;
   }

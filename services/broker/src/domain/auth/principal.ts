@@ -66,6 +66,12 @@ export function hasCallerScope(principal: Principal, scope: CallerScope): boolea
   return principal.scopes.has(scope);
 }
 
+/** 403 naming `scope` unless the caller holds it itself: none implies another, admin included. */
+export function requireCallerScope(principal: Principal, scope: CallerScope): void {
+  if (!hasCallerScope(principal, scope))
+    throw new SbxError('FORBIDDEN', `this operation needs the caller scope ${scope}`);
+}
+
 /** Cross-tenant superadmin: /admin/* and no owner scoping. */
 export function isAdmin(principal: Principal): boolean {
   return principal.scopes.has('admin:sandbox');

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
-import { SbxError, type CallerScope } from '@sbx/protocol';
-import { hasCallerScope } from '../../domain/auth/principal.js';
+import type { CallerScope } from '@sbx/protocol';
+import { requireCallerScope } from '../../domain/auth/principal.js';
 import { principalOf } from '../auth/caller-auth-middleware.js';
 
 /**
@@ -12,9 +12,7 @@ import { principalOf } from '../auth/caller-auth-middleware.js';
  */
 export function needs(scope: CallerScope): RequestHandler {
   return (_req, res, next) => {
-    const principal = principalOf(res);
-    if (!hasCallerScope(principal, scope))
-      throw new SbxError('FORBIDDEN', `this operation needs the caller scope ${scope}`);
+    requireCallerScope(principalOf(res), scope);
     next();
   };
 }

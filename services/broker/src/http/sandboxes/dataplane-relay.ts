@@ -8,7 +8,7 @@ import { SbxError } from '@sbx/protocol';
 import { isOpaqueToken, parseCompactToken } from '@sbx/tokens';
 import type { AuditContext } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
-import { hasCallerScope } from '../../domain/auth/principal.js';
+import { requireCallerScope } from '../../domain/auth/principal.js';
 import { checkCapability, type CapabilityCheckDeps } from '../../domain/sandboxes/capability-check.js';
 import { dataplaneOperation } from '../../domain/sandboxes/dataplane-operation.js';
 import type { RelayTarget, SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
@@ -55,8 +55,7 @@ export async function resolveRelay(
     return { target: { ...running, token: call.credential, jti: claims.jti } };
   }
   const principal = await deps.callers.authenticate(`Bearer ${call.credential}`);
-  if (!hasCallerScope(principal, operation.callerScope))
-    throw new SbxError('FORBIDDEN', `this operation needs the caller scope ${operation.callerScope}`);
+  requireCallerScope(principal, operation.callerScope);
   const context = { requestId, principal };
   return { target: await deps.resources.relayTarget(context, call.sandboxId, operation.capability), context };
 }

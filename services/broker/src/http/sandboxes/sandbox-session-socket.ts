@@ -17,7 +17,7 @@ import { originAllowed, type Logger } from '@sbx/service-kit';
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
-import { hasCallerScope } from '../../domain/auth/principal.js';
+import { requireCallerScope } from '../../domain/auth/principal.js';
 import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import { authFrameToken, bufferOf, holdFrames, relayWebSocket } from '../../relay/index.js';
 import { resolveRelay, type DataplaneRelayDeps, type ResolvedRelay } from './dataplane-relay.js';
@@ -58,8 +58,7 @@ function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined 
         sid: decodeURIComponent(session[2] ?? ''),
       });
       const principal = await deps.authenticator.authenticate(`Bearer ${credential}`);
-      if (!hasCallerScope(principal, 'attach:sandbox'))
-        throw new SbxError('FORBIDDEN', 'a session needs the caller scope attach:sandbox');
+      requireCallerScope(principal, 'attach:sandbox');
       const context = { requestId: `req_${randomUUID()}`, principal };
       const target = await deps.resources.relayTarget(context, params.id, 'shell');
       const firstFrame = sessionStartFrame(params.sid);
@@ -124,7 +123,7 @@ async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve:
     // Held frames paused the socket; the closing handshake needs it read again.
     client.resume();
     if (client.readyState === client.OPEN) {
-      client.send(JSON.stringify({ type: 'error', error: { code: error.code, message: error.message } }));
+      client.send(JSON.stringify({ type: 'error', ...error.toEnvelope() }));
       client.close(code, error.message.slice(0, 120));
     }
   }
