@@ -132,7 +132,7 @@ export class ApiKeyRepository {
         'api key is neither sbk_<prefix>_<secret> nor a 32-512 character secret',
       );
     const hash = hashSecret(parsed.secret);
-    const row = await guard('import api key', () =>
+    const upsert = () =>
       this.prisma.apiKey.upsert({
         where: { prefix: parsed.prefix },
         update: {},
@@ -146,7 +146,11 @@ export class ApiKeyRepository {
           scopes: [...identity.scopes],
           name: identity.name ?? null,
         },
-      }),
+      });
+    // Prisma's upsert reads, then inserts: brokers starting at once with the same key both
+    // insert, and the one that loses finds the winner's row on a second try.
+    const row = await guard('import api key', () =>
+      upsert().catch((err: unknown) => (isUniqueViolation(err) ? upsert() : Promise.reject(err))),
     );
     const stored = Buffer.from(row.hash);
     if (stored.length !== hash.length || !timingSafeEqual(stored, hash)) {

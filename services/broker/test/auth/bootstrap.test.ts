@@ -42,6 +42,13 @@ describe(`the first admin key [${backend.name}]`, () => {
     expect(principal).toMatchObject({ tenantId: 'default', keyId: record.id, via: 'api_key' });
   });
 
+  it('imports the same key from brokers starting at once: every one gets the one record', async () => {
+    const key = `sbk_${randomBytes(6).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+    const records = await Promise.all(Array.from({ length: 8 }, () => importBootstrapKey(key, importer())));
+    expect(new Set(records.map((record) => record.id)).size).toBe(1);
+    expect(isAdmin(await authenticate(key))).toBe(true);
+  });
+
   it('refuses a second key that reuses a stored prefix with another secret', async () => {
     const prefix = randomBytes(6).toString('hex');
     await importBootstrapKey(`sbk_${prefix}_${randomBytes(32).toString('base64url')}`, importer());
