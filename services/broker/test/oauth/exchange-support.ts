@@ -51,7 +51,7 @@ export function exchangeForm(
   );
 }
 
-export function postForm(broker: Broker, form: Record<string, string> | string) {
+export function postForm(broker: Pick<Broker, 'url'>, form: Record<string, string> | string) {
   return request(broker.url).post('/oauth/token').type('form').send(form);
 }
 

@@ -2,10 +2,19 @@
 // token it holds, which must verify with the sandbox's own key and name the
 // caller's binding. A token for another sandbox, another session or from
 // another issuer is 401. An expired token still counts for a short grace, so
-// a client waking from sleep can refresh without renegotiating.
+// a client waking from sleep can refresh without renegotiating. A revoked token (by jti,
+// session or sandbox, also once its key was rotated) is refused as the agent refuses it:
+// 401 with `details.reason: "revoked"` (domain/tokens/revoked-token.ts).
 import { SbxError, MAX_REQUESTED_TTL_SECONDS } from '@sbx/protocol';
-import { createVerifier, isOpaqueToken, parseCompactToken, type VerifiedCapability } from '@sbx/tokens';
+import {
+  createVerifier,
+  isOpaqueToken,
+  parseCompactToken,
+  TokenError,
+  type VerifiedCapability,
+} from '@sbx/tokens';
 import { findOpaqueIssuance, verifyOpaqueIssuance } from '../tokens/opaque-subject.js';
+import { claimsRevoked, revokedToken, wasRevoked } from '../tokens/revoked-token.js';
 import type { SandboxRecord, SessionBindingRecord } from '../../store/index.js';
 import type { SessionCore } from './session-core.js';
 
@@ -23,10 +32,11 @@ export async function proveTokenPossession(
 ): Promise<PossessionProof> {
   const verified = isOpaqueToken(token)
     ? await verifyOpaque(core, sandbox, token)
-    : verifyJwt(core, sandbox, token);
+    : await verifyJwt(core, sandbox, token);
   if (verified.claims.session_id !== binding.id) {
     throw new SbxError('UNAUTHENTICATED', 'current_token was not issued for this session');
   }
+  if (await wasRevoked(core.repositories.tokens, verified.claims)) throw revokedToken('current_token');
   return { verified, ttlSeconds: verified.claims.exp - verified.claims.iat };
 }
 
@@ -38,7 +48,11 @@ function checkedAt(core: SessionCore, expSeconds: number): number {
   return now >= exp && now - exp <= graceMs ? exp - 1000 : now;
 }
 
-function verifyJwt(core: SessionCore, sandbox: SandboxRecord, token: string): VerifiedCapability {
+async function verifyJwt(
+  core: SessionCore,
+  sandbox: SandboxRecord,
+  token: string,
+): Promise<VerifiedCapability> {
   const payload = parseCompactToken(token);
   // The signature check below makes `exp` trustworthy; here it only picks the clock.
   const at = checkedAt(core, typeof payload['exp'] === 'number' ? payload['exp'] : 0);
@@ -49,7 +63,16 @@ function verifyJwt(core: SessionCore, sandbox: SandboxRecord, token: string): Ve
     maxTtlSeconds: MAX_REQUESTED_TTL_SECONDS,
     now: () => at,
   });
-  return verifier.verify(token);
+  try {
+    return verifier.verify(token);
+  } catch (err) {
+    // Signed with a key rotated away by a sandbox-wide revocation: revoked, not forged.
+    if (err instanceof TokenError && err.reason === 'bad_signature') {
+      if (await claimsRevoked(core.repositories.tokens, sandbox.id, payload))
+        throw revokedToken('current_token');
+    }
+    throw err;
+  }
 }
 
 /** D20: the issuance row, found by the token's hash, stands for the signature. */

@@ -4,7 +4,9 @@
 // point at another sandbox fails that sandbox's signature check. Every
 // refusal is `invalid_request`, as RFC 8693 §2.2.2 requires for a subject
 // token that is invalid or unacceptable, with the same vague description for
-// "no such session" and "bad signature" so ids cannot be probed.
+// "no such session" and "bad signature" so ids cannot be probed. A revoked subject (by jti,
+// session or sandbox: its issuance row says so) is refused as `subject_token was revoked`,
+// also when its sandbox's key was rotated since (revoked-token.ts).
 import { isTerminalState, MAX_REQUESTED_TTL_SECONDS } from '@sbx/protocol';
 import {
   createVerifier,
@@ -23,6 +25,7 @@ import type {
 import type { KeyVault } from '../keys/key-vault.js';
 import { OAuthError } from './oauth-error.js';
 import { findOpaqueIssuance, verifyOpaqueIssuance } from './opaque-subject.js';
+import { claimsRevoked, wasRevoked } from './revoked-token.js';
 
 export interface ExchangeSubjectDeps {
   readonly bindings: { findByIdAnyOwner(id: string): Promise<SessionBindingRecord | null> };
@@ -30,8 +33,8 @@ export interface ExchangeSubjectDeps {
   readonly vault: KeyVault;
   readonly issuer: string;
   readonly now: () => number;
-  /** Opaque subject tokens (D20) are found by their hash in the issuance rows. */
-  readonly opaqueIssuances: Pick<TokenIssuanceRepository, 'findByTokenHash'>;
+  /** Issuance rows: opaque subjects (D20) are found by their hash, revocations by jti. */
+  readonly issuanceRows: Pick<TokenIssuanceRepository, 'findByJti' | 'findByTokenHash'>;
 }
 
 export interface ExchangeSubject {
@@ -43,6 +46,7 @@ export interface ExchangeSubject {
 }
 
 const NOT_VALID = 'subject_token is not a valid capability token';
+const REVOKED = 'subject_token was revoked';
 
 function refuse(description: string = NOT_VALID, cause?: unknown): OAuthError {
   return new OAuthError('invalid_request', description, { cause });
@@ -57,10 +61,12 @@ export async function resolveExchangeSubject(
   if (binding === null || binding.sandboxId !== claimed.aud) throw refuse();
   const sandbox = await deps.sandboxes.findById(claimed.aud, { tenantId: binding.tenantId });
   if (sandbox === null) throw refuse();
-  const verified = claimed.verify(sandbox);
-  // Only now are the claims trusted; a released session or an ended sandbox mints nothing more.
+  const verified = await claimed.verify(sandbox);
+  // Only now are the claims trusted; a released session or an ended sandbox mints nothing more,
+  // and neither does a revoked token (the agent refuses it already: nothing may replace it).
   if (binding.live !== true) throw refuse('subject_token belongs to a released session');
   if (isTerminalState(sandbox.state)) throw refuse('subject_token belongs to an ended sandbox');
+  if (await wasRevoked(deps.issuanceRows, verified.claims)) throw refuse(REVOKED);
   // The verifier forgives clock skew; an exchange never extends a token past its exp.
   const remainingSeconds = verified.claims.exp - unixSeconds(deps.now);
   if (remainingSeconds < 1) throw refuse('subject_token has expired');
@@ -71,7 +77,7 @@ export async function resolveExchangeSubject(
 interface ClaimedSubject {
   readonly sessionId: string;
   readonly aud: string;
-  verify(sandbox: SandboxRecord): VerifiedCapability;
+  verify(sandbox: SandboxRecord): VerifiedCapability | Promise<VerifiedCapability>;
 }
 
 function jwtClaims(deps: ExchangeSubjectDeps, token: string): ClaimedSubject {
@@ -84,11 +90,11 @@ function jwtClaims(deps: ExchangeSubjectDeps, token: string): ClaimedSubject {
   const sessionId = payload['session_id'];
   const aud = payload['aud'];
   if (typeof sessionId !== 'string' || typeof aud !== 'string') throw refuse();
-  return { sessionId, aud, verify: (sandbox) => verifySubject(deps, sandbox, token) };
+  return { sessionId, aud, verify: (sandbox) => verifySubject(deps, sandbox, token, payload) };
 }
 
 async function opaqueClaims(deps: ExchangeSubjectDeps, token: string): Promise<ClaimedSubject> {
-  const issuance = await findOpaqueIssuance(deps.opaqueIssuances, token);
+  const issuance = await findOpaqueIssuance(deps.issuanceRows, token);
   if (issuance === null || issuance.sessionId === null) throw refuse();
   return {
     sessionId: issuance.sessionId,
@@ -104,7 +110,12 @@ async function opaqueClaims(deps: ExchangeSubjectDeps, token: string): Promise<C
   };
 }
 
-function verifySubject(deps: ExchangeSubjectDeps, sandbox: SandboxRecord, token: string): VerifiedCapability {
+async function verifySubject(
+  deps: ExchangeSubjectDeps,
+  sandbox: SandboxRecord,
+  token: string,
+  payload: Readonly<Record<string, unknown>>,
+): Promise<VerifiedCapability> {
   const verifier = createVerifier({
     keys: deps.vault.openSigningKey(sandbox.id, sandbox.signingKeyCipher),
     issuer: deps.issuer,
@@ -117,6 +128,10 @@ function verifySubject(deps: ExchangeSubjectDeps, sandbox: SandboxRecord, token:
   } catch (err) {
     if (!(err instanceof TokenError)) throw err;
     // After the signature: only a genuine token learns that it expired.
-    throw refuse(err.reason === 'expired' ? 'subject_token has expired' : NOT_VALID, err);
+    if (err.reason === 'expired') throw refuse('subject_token has expired', err);
+    // Signed with a key rotated away by a sandbox-wide revocation: revoked, not forged.
+    const revoked =
+      err.reason === 'bad_signature' && (await claimsRevoked(deps.issuanceRows, sandbox.id, payload));
+    throw refuse(revoked ? REVOKED : NOT_VALID, err);
   }
 }
