@@ -20,7 +20,7 @@ import type { ErrorCode } from './errors.js';
 import type { RouteSpec } from './routes.js';
 
 const NoParams = z.strictObject({});
-/** What every admin route may answer: FORBIDDEN without admin:sandbox. */
+/** What every admin route may answer: FORBIDDEN without admin:sandbox, or past the API-key grant rule. */
 export const ADMIN_ERRORS = [
   'BAD_REQUEST',
   'UNAUTHENTICATED',
@@ -66,7 +66,9 @@ export const ADMIN_CONFIG_ROUTES = {
   adminCreateApiKey: {
     method: 'POST',
     path: '/admin/api-keys',
-    summary: 'Create an API key; the key is in this answer only',
+    summary:
+      'Create an API key; the key is in this answer only. Only caller scopes the caller holds; ' +
+      'another tenant or principal needs admin:keys',
     params: NoParams,
     body: CreateApiKeyRequest,
     status: 201,
@@ -92,7 +94,9 @@ export const ADMIN_CONFIG_ROUTES = {
   adminRotateApiKey: {
     method: 'POST',
     path: '/admin/api-keys/{id}/rotate',
-    summary: 'Replace an API key by a new one with the same identity; the old one is revoked',
+    summary:
+      'Replace an API key by a new one with the same identity; the old one is revoked. ' +
+      'Same rule as create: the caller holds its scopes, and needs admin:keys unless the key is its own',
     params: AdminIdParams,
     body: AdminActionRequest,
     status: 201,

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { AdminAuditEvent, AdminCursor, AdminLimit, adminPage, NetworkEnvironment } from './admin.js';
 import { Id, Timestamp } from './primitives.js';
-import { CallerScope, CapabilityInput, CapabilityScope, canonicalScopes } from './scopes.js';
+import { CALLER_SCOPES, CallerScope, CapabilityInput, CapabilityScope, canonicalScopes } from './scopes.js';
 
 export const TenantPathParams = z.strictObject({ tenant_id: Id });
 export const ClientPathParams = z.strictObject({ client_id: Id });
@@ -18,7 +18,10 @@ const TENANT_FIELDS = {
   sandbox_enabled: z.boolean(),
   environment: NetworkEnvironment,
   max_sandboxes: Count,
-  /** null: no per-owner cap inside the tenant. */
+  /**
+   * Running sandboxes per owner inside the tenant. null: the default share, half of
+   * `max_sandboxes` rounded up; a value at or above `max_sandboxes`: no per-owner cap.
+   */
   max_sandboxes_per_owner: Count.nullable(),
   idle_timeout_seconds: Seconds,
   hard_ttl_seconds: Seconds,
@@ -80,10 +83,11 @@ export const CreateApiKeyRequest = z.strictObject({
   tenant_id: Id,
   principal_id: Id,
   principal_type: ApiKeyPrincipalType,
+  /** Only scopes the caller holds; another tenant or principal needs admin:keys (docs/admin.md). */
   scopes: z
     .array(CallerScope)
     .min(1, { message: 'must name at least one caller scope' })
-    .max(5)
+    .max(CALLER_SCOPES.length)
     .transform((scopes) => [...new Set(scopes)]),
   name: z.string().min(1).max(100).optional(),
   /** Must be in the future; absent: the key never expires. */

@@ -123,7 +123,8 @@ export function formatScopeString(scopes: Iterable<CapabilityScope>): string {
 
 /**
  * Caller scopes of the broker API (docs/protocol.md#callers-and-caller-scopes).
- * exec does not imply attach.
+ * exec does not imply attach. `admin:keys` is the operator scope of `/admin/api-keys`:
+ * it issues keys for another tenant or principal (docs/admin.md, "API keys").
  */
 export const CALLER_SCOPES = [
   'read:sandbox',
@@ -131,6 +132,7 @@ export const CALLER_SCOPES = [
   'exec:sandbox',
   'attach:sandbox',
   'admin:sandbox',
+  'admin:keys',
 ] as const;
 export const CallerScope = z.enum(CALLER_SCOPES);
 export type CallerScope = z.infer<typeof CallerScope>;

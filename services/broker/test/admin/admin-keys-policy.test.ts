@@ -18,8 +18,9 @@ describeEachBackend('admin API keys, audit and policies', (backend) => {
     keys = await adminKeys(broker);
   });
 
+  // The operator key: it makes keys for other principals (admin-key-grants.test.ts has the rule).
   const admin = (method: 'get' | 'post' | 'put' | 'delete', path: string) =>
-    request(broker.url)[method](path).set(bearer(keys.admin));
+    request(broker.url)[method](path).set(bearer(keys.operator));
   const newKey = (body: object) => admin('post', '/admin/api-keys').send(body);
   const userKey = (principalId: string, extra: object = {}) => ({
     tenant_id: broker.tenantId,
@@ -122,19 +123,19 @@ describeEachBackend('admin API keys, audit and policies', (backend) => {
 
   it('queries the audit with filters and a cursor', async () => {
     const first = await admin('get', '/admin/audit').query({
-      caller_id: 'ops_admin',
+      caller_id: 'ops_operator',
       action: 'admin.api_key.create',
       limit: 2,
     });
     const page = AuditPage.parse(first.body);
     expect(page.items).toHaveLength(2);
-    expect(page.items.every((e) => e.action === 'admin.api_key.create' && e.caller_id === 'ops_admin')).toBe(
-      true,
-    );
+    expect(
+      page.items.every((e) => e.action === 'admin.api_key.create' && e.caller_id === 'ops_operator'),
+    ).toBe(true);
     const next = AuditPage.parse(
       (
         await admin('get', '/admin/audit').query({
-          caller_id: 'ops_admin',
+          caller_id: 'ops_operator',
           action: 'admin.api_key.create',
           limit: 2,
           cursor: page.next_cursor ?? '',

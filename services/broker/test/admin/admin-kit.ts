@@ -11,18 +11,21 @@ export type Broker = BrokerFixture<FakeProvider>;
 export interface AdminKeys {
   /** admin:sandbox and nothing else, in the fixture's tenant. */
   readonly admin: string;
-  /** Every scope but admin:sandbox, same tenant. */
+  /** Every scope but admin:sandbox and admin:keys, same tenant. */
   readonly user: string;
-  /** Every scope but admin:sandbox, another tenant. */
+  /** Every scope but admin:sandbox and admin:keys, another tenant. */
   readonly otherTenant: string;
   /** admin:sandbox of another tenant: admin is cross-tenant (principal.ts). */
   readonly otherAdmin: string;
+  /** Every caller scope, admin:keys included: issues keys for any tenant and principal. */
+  readonly operator: string;
 }
 
 export async function adminKeys(broker: Broker): Promise<AdminKeys> {
-  const nonAdmin = CALLER_SCOPES.filter((scope) => scope !== 'admin:sandbox');
+  const nonAdmin = CALLER_SCOPES.filter((scope) => scope !== 'admin:sandbox' && scope !== 'admin:keys');
   return {
     admin: await broker.apiKey({ scopes: ['admin:sandbox'], principalId: 'ops_admin' }),
+    operator: await broker.apiKey({ scopes: CALLER_SCOPES, principalId: 'ops_operator' }),
     user: await broker.apiKey({
       scopes: nonAdmin,
       principalType: 'user',

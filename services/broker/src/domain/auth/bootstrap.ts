@@ -17,7 +17,11 @@ import type { ApiKeyRecord, CreatedApiKey, NewApiKey } from '../../store/api-key
 import { apiKeyWeakness } from './api-key-strength.js';
 import { DEFAULT_TENANT_ID } from './principal.js';
 
-/** Every caller scope: an admin key can also read, write, exec and attach. */
+/**
+ * Every caller scope: an admin key can also read, write, exec and attach, and with
+ * admin:keys issue keys for any tenant and principal (domain/admin/api-key-grant.ts).
+ * Keys stored before admin:keys existed got it from migration `*_admin_keys_scope`.
+ */
 export const ADMIN_KEY_IDENTITY = Object.freeze({
   tenantId: DEFAULT_TENANT_ID,
   principalId: 'admin',

@@ -13,7 +13,8 @@
 // Scope rules (docs/protocol.md#callers-and-caller-scopes): scopes are exact;
 // none implies another. exec:sandbox does not grant attach:sandbox, and
 // admin:sandbox grants neither: it opens /admin/* and lifts owner scoping, nothing more. A superadmin that
-// also needs to read or attach holds those scopes as well.
+// also needs to read or attach holds those scopes as well. admin:keys only lets /admin/api-keys issue
+// keys for other tenants and principals (domain/admin/api-key-grant.ts).
 import { CallerScope, SbxError, type ErrorCode } from '@sbx/protocol';
 
 export type PrincipalType = 'user' | 'service' | 'agent';

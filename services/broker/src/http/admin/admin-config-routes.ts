@@ -90,9 +90,9 @@ export function adminConfigRoutes(deps: AdminConfigRoutesDeps): Router {
   router.post(
     '/admin/api-keys',
     authenticate,
-    adminRoute(audit, 'admin.api_key.create', noTarget, async (req) => ({
+    adminRoute(audit, 'admin.api_key.create', noTarget, async (req, { principal }) => ({
       status: 201,
-      body: await keys.create(adminBodyOf(CreateApiKeyRequest, req)),
+      body: await keys.create(adminBodyOf(CreateApiKeyRequest, req), principal),
     })),
   );
   router.get(
@@ -117,10 +117,10 @@ export function adminConfigRoutes(deps: AdminConfigRoutesDeps): Router {
   router.post(
     '/admin/api-keys/:id/rotate',
     authenticate,
-    adminRoute(audit, 'admin.api_key.rotate', apiKey, async (req) => {
+    adminRoute(audit, 'admin.api_key.rotate', apiKey, async (req, { principal }) => {
       const { id } = paramsOf(AdminIdParams, req);
       adminBodyOf(AdminActionRequest, req);
-      return { status: 201, body: await keys.rotate(id) };
+      return { status: 201, body: await keys.rotate(id, principal) };
     }),
   );
 
