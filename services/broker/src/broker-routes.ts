@@ -101,7 +101,6 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
     deps.coordination,
     deps.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS,
     logger,
-    deps.clock,
   );
   const callers = createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc });
   const http = {

@@ -68,12 +68,13 @@ describe('broker hardening', () => {
     for (const guess of guesses) statuses.push((await session(guess, '203.0.113.7')).status);
     expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
     expect(statuses.slice(3).every((status) => status === 429)).toBe(true);
-    const blocked = await session(good, '203.0.113.7');
+    const blocked = await session(`sbk_guess_last_${'x'.repeat(30)}`, '203.0.113.7');
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
     expect(blocked.body.error).toMatchObject({ code: 'RATE_LIMITED' });
-    // Another address is not affected.
-    expect((await session(good, '198.51.100.9')).status).not.toBe(429);
+    // Only failures are limited: a valid key from the address is served, as from another.
+    expect((await session(good, '203.0.113.7')).status).toBe(404);
+    expect((await session(good, '198.51.100.9')).status).toBe(404);
 
     const bursts = broker.logs.filter((line) => line.includes('failed authentication attempts over'));
     expect(bursts).toHaveLength(1);
@@ -82,17 +83,17 @@ describe('broker hardening', () => {
     for (const key of [...guesses, good]) expect(logs).not.toContain(key);
   });
 
-  it('keeps serving a key that verified moments ago from an address that is guessing', async () => {
+  it('keeps serving valid keys, recently verified or not, from an address that is guessing', async () => {
     const known = await broker.apiKey({ scopes: ['read:sandbox'] });
     const unused = await broker.apiKey({ scopes: ['read:sandbox'] });
     const from = '203.0.113.21';
     expect((await session(known, from)).status).toBe(404);
     for (let i = 0; i < 4; i++) await session(`sbk_guess_known_${i}_${'y'.repeat(30)}`, from);
     expect((await session(`sbk_guess_more_${'y'.repeat(30)}`, from)).status).toBe(429);
-    // A guess cannot be a key this broker verified: its caller is no guesser.
     expect((await session(known, from)).status).toBe(404);
-    // Any other credential from the address, valid or not, waits out the block.
-    expect((await session(unused, from)).status).toBe(429);
+    // Never verified before: checked, and served.
+    expect((await session(unused, from)).status).toBe(404);
+    expect((await session(`sbk_guess_after_${'y'.repeat(30)}`, from)).status).toBe(429);
   });
 
   it('counts refused actor credentials of /oauth/token against the address too', async () => {
@@ -114,7 +115,8 @@ describe('broker hardening', () => {
     for (let i = 0; i < 5; i++)
       statuses.push((await exchange(`sbk_actor_guess_${i}_${'z'.repeat(30)}`)).status);
     expect(statuses).toEqual([400, 400, 400, 429, 429]);
-    expect((await exchange(key)).status).toBe(429);
+    // A valid actor from the address is served; only failures are limited.
+    expect((await exchange(key)).status).toBe(200);
   });
 
   it('ignores X-Forwarded-For unless trust proxy is configured', async () => {

@@ -1,16 +1,19 @@
 // Failed credential attempts per client address (docs/security.md, "Hardening").
-// Past `maxFailures` failures in a window the address is refused with 429 and
-// Retry-After until the window ends, before its credential is even looked up,
-// so guessing API keys costs neither a database read per guess nor a log line
-// per guess: one warning marks the first refusal of a window (the burst).
-// Counted in the coordination store, so broker instances sharing Redis share
-// the count; a store that cannot be reached lets requests through (logged).
+// Only failures are limited: a credential is always verified, a valid one is
+// served whatever its address did, and past `maxFailures` failures in a window
+// every further failure from the address answers 429 with Retry-After (the rest
+// of the window) instead of 401: the same answer whatever the credential was, so
+// a wrong guess tells nothing about why it was wrong, and costs what a guess
+// under the limit costs (one key lookup) without a log line per guess: one
+// warning marks the window's first refusal (the burst). Counted in the
+// coordination store, so broker instances sharing Redis share the count; a store
+// that cannot be reached lets requests through (logged).
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 
 export interface AuthFailureLimits {
-  /** Failures an address may make per window before it is refused (default 20). */
+  /** Failures an address may make per window before its failures answer 429 (default 20). */
   readonly maxFailures: number;
   /** Default 60 000. */
   readonly windowMs: number;
@@ -32,25 +35,11 @@ export class AuthFailureLimiter {
     private readonly coordination: Coordination,
     private readonly limits: AuthFailureLimits,
     private readonly logger: Logger,
-    private readonly now: () => number = Date.now,
   ) {}
 
-  /** JSON keeps IPv6 addresses' ':' from colliding with the separators. */
-  #key(kind: 'count' | 'block', address: string): string {
-    return `authfail:${kind}:${JSON.stringify(address)}`;
-  }
-
-  /** RATE_LIMITED while the address is refused; undefined when it may try. */
-  async refusalFor(address: string): Promise<SbxError | undefined> {
-    let until: string | null;
-    try {
-      until = await this.coordination.get(this.#key('block', address));
-    } catch (err) {
-      this.logger.warn({ err }, 'auth failure limit not enforced: coordination store unavailable');
-      return undefined;
-    }
-    if (until === null) return undefined;
-    return refusal(Number(until) - this.now());
+  /** JSON keeps IPv6 addresses' ':' from colliding with the separator. */
+  #key(address: string): string {
+    return `authfail:count:${JSON.stringify(address)}`;
   }
 
   /**
@@ -60,7 +49,7 @@ export class AuthFailureLimiter {
   async recordFailure(address: string): Promise<SbxError | undefined> {
     let window;
     try {
-      window = await this.coordination.incr(this.#key('count', address), this.limits.windowMs);
+      window = await this.coordination.incr(this.#key(address), this.limits.windowMs);
     } catch (err) {
       this.logger.warn({ err }, 'auth failure limit not enforced: coordination store unavailable');
       return undefined;
@@ -68,9 +57,6 @@ export class AuthFailureLimiter {
     if (window.count <= this.limits.maxFailures) return undefined;
     const ttlMs = Math.max(1, window.ttlMs);
     if (window.count === this.limits.maxFailures + 1) {
-      await this.coordination
-        .set(this.#key('block', address), String(this.now() + ttlMs), ttlMs)
-        .catch(() => undefined);
       this.logger.warn(
         {
           address,
@@ -78,7 +64,7 @@ export class AuthFailureLimiter {
           windowSeconds: Math.round(this.limits.windowMs / 1000),
           retryAfterSeconds: Math.ceil(ttlMs / 1000),
         },
-        'failed authentication attempts over the limit: address refused until the window ends',
+        'failed authentication attempts over the limit: failures answered 429 until the window ends',
       );
     }
     return refusal(ttlMs);

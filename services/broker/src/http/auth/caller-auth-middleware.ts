@@ -50,8 +50,10 @@ function logRefusal(logger: Logger, res: Response, err: unknown): void {
 const addressOf = (req: Request): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 /**
- * With `failures`, an address past its limit of failed attempts is refused (429) before its
- * credential is checked, and only the burst's first refusal is logged (by the limiter).
+ * With `failures`, each refused credential counts against the client address; past its limit
+ * a refused credential answers 429 instead of 401, the same 429 whatever it was, and only the
+ * burst's first is logged (by the limiter). A valid credential is always checked and served:
+ * only failures are limited, so nobody's guessing locks out a key from the same address.
  */
 export function authenticateCaller(
   authenticator: CallerAuthenticator,
@@ -61,16 +63,13 @@ export function authenticateCaller(
 ): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
     const authorization = req.get('authorization');
-    // A key verified moments ago is no guess: its caller skips the address's failure count
-    // (a coordination read per request), which exists to stop guessing.
+    // A key verified moments ago needs no lookup.
     const recognized = authenticator.recognize(authorization);
     if (recognized !== undefined) {
       principalByResponse.set(res, recognized);
       next();
       return;
     }
-    const blocked = await failures?.refusalFor(addressOf(req));
-    if (blocked !== undefined) throw blocked;
     let principal: Principal;
     try {
       principal = await authenticator.authenticate(authorization);

@@ -49,7 +49,7 @@ export function tokenRoutes(deps: TokenRoutesDeps): Router {
     actors: createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc }),
     issuer: deps.service.settings.tokenIssuer,
     now: deps.clock,
-    opaqueIssuances: repositories.tokens,
+    issuanceRows: repositories.tokens,
     format: deps.service.settings.tokenFormat,
   };
   const router = Router();
@@ -62,8 +62,6 @@ export function tokenRoutes(deps: TokenRoutesDeps): Router {
     oauthErrors(async (req, res) => {
       const request = parseForm(req.body);
       const address = req.ip ?? 'unknown';
-      const blocked = await deps.authFailureLimiter?.refusalFor(address);
-      if (blocked !== undefined) throw blocked;
       try {
         res.json(await exchangeToken(exchange, request, requestIdOf(res)));
       } catch (err) {

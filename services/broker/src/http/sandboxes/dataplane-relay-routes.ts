@@ -6,6 +6,7 @@ import { SbxError } from '@sbx/protocol';
 import { requestIdOf } from '@sbx/service-kit';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import { bearerCredentialOf } from '../../domain/auth/authenticate-caller.js';
+import { dataplanePath } from '../../domain/sandboxes/dataplane-operation.js';
 import { relayHttp } from '../../relay/index.js';
 import { resolveRelay, type DataplaneRelayDeps } from './dataplane-relay.js';
 
@@ -15,13 +16,14 @@ export interface DataplaneRelayRoutesDeps extends DataplaneRelayDeps {
 
 const PREFIX = /^\/v1\/sandboxes\/([^/]+)\/dp(\/.*)$/;
 
+/** `req.path` is still percent-encoded: the agent path is checked and forwarded as dataplanePath resolves it. */
 function split(req: Request): { sandboxId: string; agentPath: string; query: string } {
   const match = PREFIX.exec(req.path);
   if (match === null) throw new SbxError('NOT_FOUND', 'no such route');
   const at = req.originalUrl.indexOf('?');
   return {
     sandboxId: decodeURIComponent(match[1] ?? ''),
-    agentPath: match[2] ?? '/',
+    agentPath: dataplanePath(match[2] ?? '/'),
     query: at < 0 ? '' : req.originalUrl.slice(at),
   };
 }

@@ -3,7 +3,7 @@
 // its own credential (API key or OIDC token) holding attach:sandbox — exec:sandbox is not
 // enough; the broker then opens the agent's shell socket with a `shell` token it minted
 // and relays every frame both ways, closing the caller with the agent's close code.
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import {
@@ -18,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
 import { requireCallerScope } from '../../domain/auth/principal.js';
+import { dataplanePath } from '../../domain/sandboxes/dataplane-operation.js';
 import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
 import { authFrameToken, bufferOf, holdFrames, relayWebSocket } from '../../relay/index.js';
 import { resolveRelay, type DataplaneRelayDeps, type ResolvedRelay } from './dataplane-relay.js';
@@ -49,8 +50,15 @@ type Resolve = (credential: string) => Promise<
   }
 >;
 
-function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined {
-  const session = SESSION_PATH.exec(url.pathname);
+/**
+ * The route of a request's URL, matched as written (still percent-encoded, dot segments as
+ * sent), as Express matches the HTTP routes: a URL parser would resolve `/dp/%2e%2e/…` out of
+ * the relay's prefix before anything checked it. 400 (thrown) for a /dp path dataplanePath refuses.
+ */
+function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string): Resolve | undefined {
+  const url = new URL(requestUrl, 'http://broker.invalid');
+  const pathname = requestUrl.split(/[?#]/, 1)[0] ?? '';
+  const session = SESSION_PATH.exec(pathname);
   if (session !== null)
     return async (credential) => {
       const params = SandboxSessionParams.parse({
@@ -64,10 +72,10 @@ function routeOf(deps: SandboxSessionSocketDeps, url: URL): Resolve | undefined 
       const firstFrame = sessionStartFrame(params.sid);
       return { target, context, agentPath: '/v1/shell/ws', route: `sessions/${params.sid}`, firstFrame };
     };
-  const dataplane = DATAPLANE_PATH.exec(url.pathname);
+  const dataplane = DATAPLANE_PATH.exec(pathname);
   const relay = deps.dataplane;
   if (dataplane === null || relay === undefined) return undefined;
-  const agentPath = dataplane[2] ?? '/';
+  const agentPath = dataplanePath(dataplane[2] ?? '/');
   return async (credential) => {
     const sandboxId = decodeURIComponent(dataplane[1] ?? '');
     const resolved = await resolveRelay(relay, { sandboxId, credential, method: 'GET', agentPath });
@@ -81,7 +89,13 @@ export function sandboxSessionSockets(deps: SandboxSessionSocketDeps): {
 } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   const upgrade: UpgradeHandler = (req, socket, head) => {
-    const resolve = routeOf(deps, new URL(req.url ?? '/', 'http://broker.invalid'));
+    let resolve: Resolve | undefined;
+    try {
+      resolve = routeOf(deps, req.url ?? '/');
+    } catch (err) {
+      refuseUpgrade(socket, SbxError.from(err));
+      return true;
+    }
     if (resolve === undefined) return false;
     socket.on('error', () => socket.destroy());
     const origin = req.headers.origin;
@@ -93,6 +107,17 @@ export function sandboxSessionSockets(deps: SandboxSessionSocketDeps): {
     return true;
   };
   return { upgrade, close: () => wss.close() };
+}
+
+/** An HTTP answer instead of the upgrade: the error envelope, nothing relayed. */
+function refuseUpgrade(socket: Duplex, error: SbxError): void {
+  socket.on('error', () => socket.destroy());
+  const requestId = `req_${randomUUID()}`;
+  const body = JSON.stringify(error.toEnvelope(requestId));
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nContent-Type: application/json\r\n` +
+      `X-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve: Resolve) {
