@@ -59,7 +59,7 @@ function listeningUrl(child: ChildProcess): Promise<string> {
 async function agentCommand(): Promise<readonly string[]> {
   if (process.env['BENCH_AGENT'] === 'tsx') return ['--import', 'tsx', 'services/agent/src/main.ts'];
   const bundle = await prepareAgentBundle(path.join(tmpdir(), 'sbx-bench-agent-bundle'));
-  return bundle.args;
+  return bundle.hostCommand.args;
 }
 
 /**

@@ -37,7 +37,8 @@ async function agentCommand(dataDir: string): Promise<AgentCommand | undefined> 
   const nodeArgs = (process.env['BENCH_AGENT_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
   const bundle = process.env['BENCH_AGENT_BUNDLE'];
   if (nodeArgs.length === 0 && bundle === undefined) return undefined;
-  const prepared = await prepareAgentBundle(dataDir);
+  // Run in the sandbox's view: a BENCH_AGENT_BUNDLE must lie where the view shows it (not /tmp).
+  const prepared = (await prepareAgentBundle(dataDir)).viewCommand;
   const args = bundle === undefined ? prepared.args : [...prepared.args.slice(0, -1), bundle];
   return { file: prepared.file, args: [...nodeArgs, ...args] };
 }

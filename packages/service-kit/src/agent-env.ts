@@ -19,6 +19,11 @@ export const AgentEnv = z.object({
   SANDBOX_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be a sandbox id (letters, digits, _ . : -)'),
   SANDBOX_SIGNING_KEY: envKeyMaterial(MIN_KEY_BYTES).optional(),
   SANDBOX_SIGNING_KEY_FILE: z.string().optional(),
+  // An open directory descriptor holding agent.key, revocations.json and sandbox-env.json: how the
+  // local provider hands them over without any path to them in the agent's view (D21).
+  AGENT_STATE_FD: z.coerce.number().int().min(3).max(1023).optional(),
+  // The agent runs in the sandbox's own view (agent-view.ts): the holder shares its /tmp, /run, terminals.
+  AGENT_SHARED_VIEW: envBoolean(false),
   SANDBOX_TOKEN_ISSUER: z.string().min(1).default('sbx-broker'),
   // The client policy's injected environment for user processes (a JSON object file, re-read on change).
   AGENT_SANDBOX_ENV_FILE: z.string().min(1).optional(),
@@ -43,7 +48,6 @@ export const AgentEnv = z.object({
   AGENT_NETWORK: envBoolean(true),
   AGENT_HIDE_PATHS: z.string().optional(),
   AGENT_SLIRP4NETNS_PATH: z.string().default('/usr/bin/slirp4netns'),
-  AGENT_CGROUPS: z.string().optional(),
   AGENT_RUN_AS_UID: unixId,
   AGENT_RUN_AS_GID: unixId,
   AGENT_FILES_MAX_UPLOAD_BYTES: bytes(1024 ** 3),
@@ -61,8 +65,10 @@ export const AgentEnv = z.object({
 
 export const agentEnvRules: readonly EnvRule[] = [
   (env) =>
-    (env['SANDBOX_SIGNING_KEY'] === undefined) === (env['SANDBOX_SIGNING_KEY_FILE'] === undefined)
-      ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY or SANDBOX_SIGNING_KEY_FILE'
+    ['SANDBOX_SIGNING_KEY', 'SANDBOX_SIGNING_KEY_FILE', 'AGENT_STATE_FD'].filter(
+      (name) => env[name] !== undefined,
+    ).length !== 1
+      ? 'SANDBOX_SIGNING_KEY: set exactly one of SANDBOX_SIGNING_KEY, SANDBOX_SIGNING_KEY_FILE or AGENT_STATE_FD'
       : undefined,
   (env) =>
     env['AGENT_TOKEN_FORMAT'] === 'opaque' && env['AGENT_INTROSPECTION_URL'] === undefined

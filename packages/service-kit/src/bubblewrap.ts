@@ -6,11 +6,13 @@ export interface BubblewrapConfinement {
   /** Host paths to hide behind an empty tmpfs (e.g. the broker's data directory). */
   readonly hidePaths?: readonly string[];
   /**
-   * Bind the host's devpts (programs inside may then open terminals of their own). Only
-   * where every sandbox has a host user of its own: a terminal there is usable by its
-   * owner alone, while sandboxes sharing one user could write to each other's shells.
+   * The caller (the agent) runs in the sandbox's own view (agent-view.ts), so user
+   * processes share its `/tmp`, `/run`, `/dev/shm` and its devpts instance, and every
+   * path means the same to the file API and to a shell. Without it (an agent started
+   * alone: tests, development) the sandbox gets its own `/tmp`, `/run` and `/dev/shm`
+   * and no terminals of its own making.
    */
-  readonly hostTerminals?: boolean;
+  readonly sharedView?: boolean;
   /** The host's top-level entries the root is built from; default: read from `/` now. */
   readonly hostRoot?: readonly HostRootEntry[];
 }
@@ -22,6 +24,9 @@ export type HostRootEntry =
 
 /** Where the workspace is for every process of a confined sandbox (docs/architecture.md D17). */
 export const SANDBOX_WORKSPACE = '/workspace';
+
+/** Where the agent's own code is bound in its view (agent-view.ts); an empty directory to user code. */
+export const AGENT_CODE_DIR = '/run/sbx-agent';
 
 /** Top-level names the sandbox gets its own of (or none at all), never the host's. */
 const OWN_TOP_LEVEL = new Set(['proc', 'dev', 'tmp', 'run', SANDBOX_WORKSPACE.slice(1)]);
@@ -67,23 +72,35 @@ export const SANDBOX_GID = 1000;
  * the outer one. A shell's own terminal needs no node here: it is inherited as stdio.
  */
 const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
-const TERMINAL_DEVICES = ['ptmx', 'pts'];
 
-function deviceArgs(hostTerminals: boolean): string[] {
-  const devices = hostTerminals ? [...DEVICES, ...TERMINAL_DEVICES] : DEVICES;
+/**
+ * In the shared view the agent's devpts is a new instance of the sandbox's own
+ * (agent-view.ts): user code opens terminals of its own (`/dev/ptmx`: tmux, `script`,
+ * `pty.openpty`) and sees no other sandbox's nor the host's.
+ */
+function deviceArgs(sharedView: boolean): string[] {
+  const terminals = sharedView
+    ? ['--dev-bind', '/dev/pts', '/dev/pts', '--symlink', 'pts/ptmx', '/dev/ptmx']
+    : [];
   return [
     '--tmpfs',
     '/dev',
-    ...devices.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
+    ...DEVICES.flatMap((name) => ['--dev-bind', `/dev/${name}`, `/dev/${name}`]),
+    ...terminals,
     ...[
       ['/proc/self/fd', '/dev/fd'],
       ['/proc/self/fd/0', '/dev/stdin'],
       ['/proc/self/fd/1', '/dev/stdout'],
       ['/proc/self/fd/2', '/dev/stderr'],
     ].flatMap(([target = '', link = '']) => ['--symlink', target, link]),
-    '--tmpfs',
-    '/dev/shm',
+    ...(sharedView ? ['--bind', '/dev/shm', '/dev/shm'] : ['--tmpfs', '/dev/shm']),
   ];
+}
+
+/** The sandbox's scratch space: the agent's own in the shared view, fresh ones otherwise. */
+function scratchArgs(sharedView: boolean): string[] {
+  if (!sharedView) return ['--tmpfs', '/tmp', '--tmpfs', '/run'];
+  return ['--bind', '/tmp', '/tmp', '--bind', '/run', '/run', '--tmpfs', AGENT_CODE_DIR];
 }
 
 /**
@@ -93,7 +110,10 @@ function deviceArgs(hostTerminals: boolean): string[] {
  * user: started by root, the namespace's user would be host root for file permissions),
  * its own pid, ipc, uts and network namespaces (loopback only until a user-mode network
  * stack is attached), a read-only root with the workspace as the only writable host path,
- * mounted at SANDBOX_WORKSPACE, private /tmp and /run shared by every process that joins,
+ * mounted where the agent sees it (SANDBOX_WORKSPACE in the shared view; its own path for
+ * an agent started alone, so exec's and the file API's paths agree), /tmp and /run shared
+ * by every process that joins (and by
+ * the agent, in the shared view),
  * the hidden paths behind empty tmpfs mounts, and death with the parent. The agent's
  * launcher and the broker's isolation probe both use exactly these flags.
  */
@@ -114,20 +134,17 @@ export function bubblewrapConfinementArgs(options: BubblewrapConfinement): strin
     '--cap-drop',
     'ALL',
     ...rootArgs(options.hostRoot ?? readHostRoot()),
-    ...deviceArgs(options.hostTerminals ?? false),
+    ...deviceArgs(options.sharedView ?? false),
     '--proc',
     '/proc',
     // The host's cgroup tree would list every sandbox on the host and its usage.
     '--tmpfs',
     '/sys/fs/cgroup',
-    '--tmpfs',
-    '/tmp',
-    '--tmpfs',
-    '/run',
+    ...scratchArgs(options.sharedView ?? false),
     ...(options.hidePaths ?? []).flatMap((hidden) => ['--tmpfs', path.resolve(hidden)]),
     '--bind',
     workspace,
-    SANDBOX_WORKSPACE,
+    workspace,
     // Last: the root tmpfs itself takes no new files; /tmp, /run and the workspace stay writable.
     '--remount-ro',
     '/',

@@ -3,6 +3,7 @@ export * from './logger.js';
 export * from './redact.js';
 export * from './http.js';
 export * from './bubblewrap.js';
+export * from './agent-view.js';
 export * from './sandbox-namespace.js';
 export * from './inherited-descriptors.js';
 export * from './agent-env.js';

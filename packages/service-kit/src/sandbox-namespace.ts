@@ -11,7 +11,10 @@ export interface SandboxNamespaceOptions extends BubblewrapConfinement {
   /** On: outbound traffic through slirp4netns, never to the host's loopback. Off: loopback only. */
   readonly network: boolean;
   readonly slirp4netnsPath?: string;
-  /** The unprivileged host user that owns the sandbox; omitted: the caller's own (never root). */
+  /**
+   * The unprivileged host user that owns the sandbox, for a root caller that runs outside
+   * any sandbox view (tests); omitted: the caller's own (the agent, never root).
+   */
   readonly runAs?: { readonly uid: number; readonly gid: number };
 }
 
@@ -148,8 +151,7 @@ const READY_LINE = 'echo sandbox-ready; exec sleep infinity';
  * directories above it are traversable, not listable; docs/security.md).
  */
 function spawnHolder(options: SandboxNamespaceOptions): ChildProcess {
-  const hostTerminals = options.runAs !== undefined;
-  const args = [...bubblewrapConfinementArgs({ ...options, hostTerminals }), '--info-fd', '3'];
+  const args = [...bubblewrapConfinementArgs(options), '--info-fd', '3'];
   // A user-mode network answers DNS at 10.0.2.3; the host's resolver address means nothing inside.
   if (options.network) args.push('--ro-bind-data', '4', '/etc/resolv.conf');
   // The line tells that the mounts are done: bwrap reports the init's pid before it sets them up.

@@ -16,8 +16,12 @@ const READY_TIMEOUT_MS = 10_000;
  * slirp4netns gives the sandbox a tap device with outbound NAT, and nothing else: with
  * `--disable-host-loopback` the host's 127.0.0.1 (Postgres, Redis, the broker, other
  * agents) is unreachable from inside, and nothing inside can listen on a host port.
- * It runs as the caller (the agent): opening /dev/net/tun is often root-only; it then
- * confines itself (`--enable-sandbox`, `--enable-seccomp`).
+ * It runs as the caller (the agent: the sandbox's own user, in the agent's view, where a
+ * root broker binds a tun node it may open) under its seccomp filter. Not
+ * `--enable-sandbox`: that needs slirp4netns to be root in its own user namespace, and
+ * joining the sandbox's namespace from such a one is refused; as the sandbox's own
+ * unprivileged user it holds nothing the sandbox lacks but the host's network namespace
+ * (docs/security.md, "Known limits").
  */
 export async function attachUserNetwork(slirp4netnsPath: string, initPid: number): Promise<UserNetwork> {
   const slirp = spawn(
@@ -26,7 +30,6 @@ export async function attachUserNetwork(slirp4netnsPath: string, initPid: number
       '--configure',
       '--mtu=65520',
       '--disable-host-loopback',
-      '--enable-sandbox',
       '--enable-seccomp',
       `--userns-path=/proc/${initPid}/ns/user`,
       '--ready-fd=3',

@@ -5,13 +5,19 @@ const pairs = (args: string[], flag: string): string[] =>
   args.flatMap((arg, i) => (arg === flag ? [args[i + 1] ?? ''] : []));
 
 describe('bubblewrap confinement flags', () => {
-  it("binds the host's terminals only for sandboxes with a host user of their own", () => {
-    // Sandboxes sharing one user (a broker that is not root) could write to each other's shells.
-    const shared = bubblewrapConfinementArgs({ workspaceRoot: '/srv/ws' });
-    expect(pairs(shared, '--dev-bind')).not.toEqual(expect.arrayContaining(['/dev/pts']));
-    expect(pairs(shared, '--dev-bind')).not.toContain('/dev/ptmx');
-    const own = bubblewrapConfinementArgs({ workspaceRoot: '/srv/ws', hostTerminals: true });
-    expect(pairs(own, '--dev-bind')).toEqual(expect.arrayContaining(['/dev/pts', '/dev/ptmx']));
+  it("never binds the host's terminals; in the shared view, the agent's own devpts and scratch space", () => {
+    const alone = bubblewrapConfinementArgs({ workspaceRoot: '/srv/ws' });
+    expect(pairs(alone, '--dev-bind')).not.toContain('/dev/pts');
+    expect(pairs(alone, '--dev-bind')).not.toContain('/dev/ptmx');
+    expect(pairs(alone, '--tmpfs')).toEqual(expect.arrayContaining(['/tmp', '/run', '/dev/shm']));
+    // In the agent's view /dev/pts is a devpts instance of the sandbox's own (agent-view.ts).
+    const shared = bubblewrapConfinementArgs({ workspaceRoot: '/workspace', sharedView: true });
+    expect(pairs(shared, '--dev-bind')).toContain('/dev/pts');
+    expect(shared.join(' ')).toContain('--symlink pts/ptmx /dev/ptmx');
+    expect(pairs(shared, '--bind')).toEqual(expect.arrayContaining(['/tmp', '/run', '/dev/shm']));
+    expect(pairs(shared, '--tmpfs')).not.toContain('/tmp');
+    // The agent's code, bound in its view under /run, is covered for user code.
+    expect(pairs(shared, '--tmpfs')).toContain('/run/sbx-agent');
   });
 
   it('makes user code an unprivileged user of its own namespaces and hides what it must not see', () => {
@@ -24,7 +30,7 @@ describe('bubblewrap confinement flags', () => {
     expect(args.indexOf('/srv')).toBeLessThan(args.lastIndexOf('--bind'));
   });
 
-  it('builds the root from the host’s entries, read-only, with the workspace at /workspace', () => {
+  it('builds the root from the host’s entries, read-only, with the workspace where the agent sees it', () => {
     const args = bubblewrapConfinementArgs({
       workspaceRoot: '/srv/data/ws-1',
       hostRoot: [
@@ -38,7 +44,8 @@ describe('bubblewrap confinement flags', () => {
     expect(args.join(' ')).toContain('--symlink usr/bin /bin');
     // The host's /tmp and any /workspace of its own never reach the sandbox.
     expect(pairs(args, '--tmpfs')).toContain('/tmp');
-    expect(args.join(' ')).toContain('--bind /srv/data/ws-1 /workspace');
+    // An agent started alone sees the workspace at its host path, and so do its processes.
+    expect(args.join(' ')).toContain('--bind /srv/data/ws-1 /srv/data/ws-1');
     // The root is made read-only once everything is mounted on it.
     expect(args.indexOf('--remount-ro')).toBeGreaterThan(args.lastIndexOf('--bind'));
     expect(pairs(args, '--remount-ro')).toEqual(['/']);

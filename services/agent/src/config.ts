@@ -11,7 +11,8 @@ export interface AgentConfig {
   readonly sandboxId: string;
   readonly signingKey:
     | { readonly kind: 'inline'; readonly base64url: string }
-    | { readonly kind: 'file'; readonly path: string };
+    | { readonly kind: 'file'; readonly path: string }
+    | { readonly kind: 'state-fd'; readonly fd: number };
   readonly tokenIssuer: string;
   /** AGENT_SANDBOX_ENV_FILE: variables every user process gets (adapters/sandbox-env-file.ts). */
   readonly sandboxEnvFile?: string | undefined;
@@ -40,10 +41,10 @@ export interface AgentConfig {
         readonly slirp4netnsPath: string;
         readonly network: boolean;
         readonly hidePaths: readonly string[];
+        /** The agent runs in the sandbox's own view: user processes share its /tmp, /run, terminals. */
+        readonly sharedView: boolean;
         readonly runAs?: RunAs;
       };
-  /** cgroup directories the agent joins at start, so it and every user process count against them. */
-  readonly cgroups: readonly string[];
   readonly files: { readonly maxUploadBytes: number };
   readonly exec: {
     readonly maxConcurrentProcesses: number;
@@ -78,22 +79,27 @@ function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
       slirp4netnsPath: parsed.AGENT_SLIRP4NETNS_PATH,
       network: parsed.AGENT_NETWORK,
       hidePaths: pathList(parsed.AGENT_HIDE_PATHS),
+      sharedView: parsed.AGENT_SHARED_VIEW,
       ...runAs,
     };
   }
   return { kind: 'direct', ...runAs };
 }
 
+function signingKeyOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['signingKey'] {
+  if (parsed.AGENT_STATE_FD !== undefined) return { kind: 'state-fd', fd: parsed.AGENT_STATE_FD };
+  const keyFile = parsed.SANDBOX_SIGNING_KEY_FILE;
+  return keyFile === undefined
+    ? { kind: 'inline', base64url: parsed.SANDBOX_SIGNING_KEY ?? '' }
+    : { kind: 'file', path: path.resolve(keyFile) };
+}
+
 /** The agent's only reader of the environment. */
 export function loadAgentConfig(env: Environment = process.env): AgentConfig {
   const parsed = parseEnv('agent', AgentEnv, env, agentEnvRules);
-  const keyFile = parsed.SANDBOX_SIGNING_KEY_FILE;
   return {
     sandboxId: parsed.SANDBOX_ID,
-    signingKey:
-      keyFile === undefined
-        ? { kind: 'inline', base64url: parsed.SANDBOX_SIGNING_KEY ?? '' }
-        : { kind: 'file', path: path.resolve(keyFile) },
+    signingKey: signingKeyOf(parsed),
     tokenIssuer: parsed.SANDBOX_TOKEN_ISSUER,
     sandboxEnvFile:
       parsed.AGENT_SANDBOX_ENV_FILE === undefined ? undefined : path.resolve(parsed.AGENT_SANDBOX_ENV_FILE),
@@ -110,7 +116,6 @@ export function loadAgentConfig(env: Environment = process.env): AgentConfig {
     legacyEndpoints: parsed.AGENT_LEGACY_ENDPOINTS,
     metricsToken: parsed.AGENT_METRICS_TOKEN,
     launcher: launcherOf(parsed),
-    cgroups: pathList(parsed.AGENT_CGROUPS),
     files: { maxUploadBytes: parsed.AGENT_FILES_MAX_UPLOAD_BYTES },
     exec: {
       maxConcurrentProcesses: parsed.AGENT_MAX_PROCESSES,

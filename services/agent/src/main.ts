@@ -1,17 +1,19 @@
 import { sandboxEnvironmentFile } from './adapters/sandbox-env-file.js';
 import { realpathSync, mkdirSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  AGENT_CODE_DIR,
   closeInheritedDescriptors,
   ConfigError,
   createLogger,
-  SANDBOX_WORKSPACE,
   SandboxNamespace,
   type Logger,
 } from '@sbx/service-kit';
 import { loadAgentConfig, type AgentConfig } from './config.js';
 import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
-import { joinCgroups } from './adapters/cgroup-join.js';
+import { runIsolationProbe } from './isolation-probe.js';
+import { reopenStateDirectory, STATE_FILES } from './adapters/state-directory.js';
 import { emptyRevocationList, fileRevocationList, type RevocationList } from './adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
 import { createAuthenticator } from './http/authenticator.js';
@@ -29,18 +31,37 @@ const MAX_TOKEN_TTL_SECONDS = 3600;
 
 const now = (): number => Date.now();
 
-function keySourceFor(config: AgentConfig): KeySource {
-  if (config.signingKey.kind === 'inline') return staticKeySource(config.signingKey.base64url);
-  return fileKeySource({ path: config.signingKey.path, graceMs: config.keyRotationGraceSeconds * 1000, now });
+/** Where the key file is: named by the operator, or in the provider's state directory (D21). */
+function keyFileOf(config: AgentConfig, stateDir: string | undefined): string | undefined {
+  if (config.signingKey.kind === 'file') return config.signingKey.path;
+  return stateDir === undefined ? undefined : path.join(stateDir, STATE_FILES.key);
+}
+
+function keySourceFor(config: AgentConfig, keyFile: string | undefined): KeySource {
+  if (config.signingKey.kind === 'inline' || keyFile === undefined)
+    return staticKeySource(config.signingKey.kind === 'inline' ? config.signingKey.base64url : '');
+  return fileKeySource({ path: keyFile, graceMs: config.keyRotationGraceSeconds * 1000, now });
 }
 
 /** The provider writes `revocations.json` next to the key file (docs/security.md#revocation). */
-function revocationsFor(config: AgentConfig, logger: Logger): RevocationList {
-  if (config.signingKey.kind === 'inline') return emptyRevocationList();
+function revocationsFor(keyFile: string | undefined, logger: Logger): RevocationList {
+  if (keyFile === undefined) return emptyRevocationList();
   return fileRevocationList({
-    path: path.join(path.dirname(config.signingKey.path), 'revocations.json'),
+    path: path.join(path.dirname(keyFile), STATE_FILES.revocations),
     onError: (err) => logger.warn({ err }, 'revocation list not applied; the last good one stays'),
   });
+}
+
+/**
+ * The agent holds no more privilege than the sandbox's own processes (docs/security.md):
+ * the local provider starts it as the sandbox's user in the sandbox's view, the images as
+ * an unprivileged user. Root here means a launch that skipped that: stop.
+ */
+function refuseRoot(): void {
+  if (process.geteuid?.() === 0)
+    throw new ConfigError('agent', [
+      "the agent must not run as root: start it as the sandbox's unprivileged user (docs/security.md)",
+    ]);
 }
 
 interface LaunchSetup {
@@ -53,19 +74,23 @@ async function launchSetup(config: AgentConfig, workspaceRoot: string): Promise<
   const launcher = config.launcher;
   if (launcher.kind === 'direct')
     return { launcher: directLauncher(launcher.runAs === undefined ? {} : { runAs: launcher.runAs }) };
-  if (process.getuid?.() === 0 && launcher.runAs === undefined)
-    throw new ConfigError('agent', [
-      'AGENT_RUN_AS_UID: required with AGENT_LAUNCHER=bubblewrap when the agent runs as root (user code must not be root)',
-    ]);
   const namespace = await SandboxNamespace.start({
     bwrapPath: launcher.bwrapPath,
     slirp4netnsPath: launcher.slirp4netnsPath,
     workspaceRoot,
     network: launcher.network,
-    hidePaths: launcher.hidePaths,
-    ...(launcher.runAs === undefined ? {} : { runAs: launcher.runAs }),
+    // In the shared view the view itself covers them, for the agent and user code alike.
+    hidePaths: launcher.sharedView ? [] : launcher.hidePaths,
+    sharedView: launcher.sharedView,
   });
   return { launcher: bubblewrapLauncher(namespace), namespace };
+}
+
+/** What the file API keeps to the agent: its code in the shared view, the hidden paths otherwise. */
+function privatePathsOf(config: AgentConfig): readonly string[] {
+  const launcher = config.launcher;
+  if (launcher.kind === 'direct') return [];
+  return launcher.sharedView ? [AGENT_CODE_DIR] : launcher.hidePaths;
 }
 
 /** A sandbox whose namespaces are gone cannot run anything: end, so the broker sees the crash. */
@@ -76,6 +101,13 @@ function exitWhenNamespaceEnds(namespace: SandboxNamespace, logger: Logger, stop
     logger.flush(() => process.exit(1));
     return true;
   });
+}
+
+function sandboxEnvOf(config: AgentConfig, stateDir: string | undefined, logger: Logger) {
+  const file =
+    config.sandboxEnvFile ??
+    (stateDir === undefined ? undefined : path.join(stateDir, STATE_FILES.environment));
+  return file === undefined ? undefined : sandboxEnvironmentFile(file, logger);
 }
 
 function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
@@ -99,13 +131,24 @@ function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
 }
 
 async function main(): Promise<void> {
+  const config = loadAgentConfig();
+  refuseRoot();
+  const probe = process.argv.indexOf('--isolation-probe');
+  if (probe !== -1) {
+    await runIsolationProbe(config, process.argv.slice(probe + 1));
+    process.exit(0);
+  }
+  const stateDir =
+    config.signingKey.kind === 'state-fd' ? reopenStateDirectory(config.signingKey.fd) : undefined;
   // Before anything is spawned: no descriptor of whoever started the agent reaches user code.
   closeInheritedDescriptors();
-  const config = loadAgentConfig();
+  // libuv starts its thread pool on first use: now, before user code could exhaust the
+  // sandbox's process limit (which counts the agent's threads too).
+  await stat('/');
   const logger = createLogger({ service: 'agent', level: config.logLevel });
-  joinCgroups(config.cgroups);
   mkdirSync(config.workspaceRoot, { recursive: true });
-  const keys = keySourceFor(config);
+  const keyFile = keyFileOf(config, stateDir);
+  const keys = keySourceFor(config, keyFile);
   const workspaceRoot = realpathSync(config.workspaceRoot);
   const setup = await launchSetup(config, workspaceRoot);
   const metrics = createPromAgentMetrics(); // its own Registry, never prom-client's default
@@ -115,16 +158,12 @@ async function main(): Promise<void> {
     issuer: config.tokenIssuer,
     maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
     now,
-    revocations: revocationsFor(config, logger),
+    revocations: revocationsFor(keyFile, logger),
     metrics,
   });
   const ctx: AgentContext = {
     sandboxId: config.sandboxId,
-    // Confined processes see the workspace at SANDBOX_WORKSPACE; unconfined ones at its host path.
-    workspace: new PathGuard(
-      workspaceRoot,
-      setup.namespace === undefined ? workspaceRoot : SANDBOX_WORKSPACE,
-    ),
+    workspace: new PathGuard(workspaceRoot, privatePathsOf(config)),
     logger,
     now,
     launcher: setup.launcher,
@@ -145,12 +184,11 @@ async function main(): Promise<void> {
           }),
     metrics,
     metricsToken: config.metricsToken,
-    sandboxEnv:
-      config.sandboxEnvFile === undefined ? undefined : sandboxEnvironmentFile(config.sandboxEnvFile, logger),
+    sandboxEnv: sandboxEnvOf(config, stateDir, logger),
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
   logger.info(
-    { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspace.sandboxRoot },
+    { url: agent.httpUrl, sandbox_id: config.sandboxId, workspace: ctx.workspace.workspace },
     'agent listening',
   );
   let stopping = false;

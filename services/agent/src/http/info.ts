@@ -10,8 +10,8 @@ import { AGENT_VERSION } from '../version.js';
 export function infoHandler(ctx: AgentContext): RequestHandler {
   const info: SandboxInfo = {
     sandbox_id: ctx.sandboxId,
-    workspace_path: ctx.workspace.sandboxRoot,
-    home: ctx.workspace.sandboxRoot,
+    workspace_path: ctx.workspace.workspace,
+    home: ctx.workspace.workspace,
     version: AGENT_VERSION,
   };
   return (_req, res) => {

@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { REPO_ROOT } from '../repo-root.js';
 import { BUNDLE_TRIMS, bundleTrims } from './agent-bundle-trims.js';
+import { AGENT_CODE_DIR } from '@sbx/service-kit';
 import type { AgentCommand } from './agent-process.js';
 import { providerUnavailable } from './provider.js';
+import { traversableDir } from './sandbox-layout.js';
 
 /**
  * Runs the agent of this repository as one pre-built file. `tsx services/agent/src/main.ts`
@@ -19,8 +21,15 @@ import { providerUnavailable } from './provider.js';
 const AGENT_DIR = path.join(REPO_ROOT, 'services', 'agent');
 const AGENT_ENTRY = path.join(AGENT_DIR, 'src', 'main.ts');
 
-/** Native or optional modules: loaded at run time from the agent's own node_modules. */
+/**
+ * Native or optional modules: loaded at run time from `node_modules` next to the bundle,
+ * where node-pty is copied (the agent runs in the sandbox's view, where this repository
+ * may not be visible; ws works without the optional two).
+ */
 const EXTERNAL_MODULES = ['node-pty', 'bufferutil', 'utf-8-validate'];
+
+/** What of node-pty runs on Linux: its JavaScript and the compiled binding. */
+const NODE_PTY_FILES = ['package.json', 'lib', path.join('build', 'Release', 'pty.node')];
 
 /** Lets bundled CommonJS dependencies `require` node built-ins from an ES module. */
 const BANNER =
@@ -62,25 +71,19 @@ function loadEsbuild(): Esbuild {
   return esbuild;
 }
 
-/** Resolves externals from the agent's package, so the bundle finds them from anywhere. */
-function externalsFromAgent(): Record<string, unknown> {
+/** The node-pty the agent depends on (pnpm's patched, locally compiled copy). */
+async function nodePtyDir(): Promise<string> {
   const fromAgent = createRequire(path.join(AGENT_DIR, 'package.json'));
-  // A package's subpaths too (node-pty/lib/utils.js loads the native binding).
-  const filter = new RegExp(`^(${EXTERNAL_MODULES.join('|')})(/.*)?$`);
-  return {
-    name: 'agent-externals',
-    setup(build: {
-      onResolve(options: { filter: RegExp }, resolve: (args: { path: string }) => unknown): void;
-    }) {
-      build.onResolve({ filter }, (args) => {
-        try {
-          return { path: fromAgent.resolve(args.path), external: true };
-        } catch {
-          return { path: args.path, external: true };
-        }
-      });
-    },
-  };
+  return realpath(path.dirname(fromAgent.resolve('node-pty/package.json')));
+}
+
+async function copyNodePty(from: string, bundleDir: string): Promise<void> {
+  const to = path.join(bundleDir, 'node_modules', 'node-pty');
+  await rm(to, { recursive: true, force: true });
+  for (const file of NODE_PTY_FILES) {
+    await mkdir(path.dirname(path.join(to, file)), { recursive: true });
+    await cp(path.join(from, file), path.join(to, file), { recursive: true, dereference: true });
+  }
 }
 
 async function fingerprint(file: string): Promise<string> {
@@ -118,7 +121,8 @@ async function buildBundle(
       metafile: true,
       logLevel: 'silent',
       banner: { js: BANNER },
-      plugins: [externalsFromAgent(), ...bundleTrims(path.join(REPO_ROOT, 'packages'))],
+      external: EXTERNAL_MODULES.flatMap((name) => [name, `${name}/*`]),
+      plugins: bundleTrims(path.join(REPO_ROOT, 'packages')),
     }),
   );
   const files = Object.keys(result.metafile.inputs);
@@ -134,32 +138,70 @@ async function buildBundle(
 /** An agent starting concurrently (another broker, another provider) never reads a half-written file. */
 async function writeAtomically(file: string, text: string): Promise<void> {
   const temp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeFile(temp, text);
+  await writeFile(temp, text, { mode: 0o644 });
   await rename(temp, file);
 }
 
+/** The agent's code: a directory bound into its view, and how to run it there or on the host. */
+export interface AgentCode {
+  readonly hostDir: string;
+  /** Without a view (`LOCAL_ISOLATION=none`): host paths. */
+  readonly hostCommand: AgentCommand;
+  /** In the sandbox's view, where `hostDir` is AGENT_CODE_DIR. */
+  readonly viewCommand: AgentCommand;
+}
+
+function commandIn(dir: string): AgentCommand {
+  const watch = pathToFileURL(path.join(dir, 'parent-watch.mjs')).href;
+  return { file: process.execPath, args: ['--import', watch, path.join(dir, 'agent.mjs')] };
+}
+
+/** A command of the operator's (tests): run as given, with an empty code directory bound. */
+export async function customAgentCode(dataDir: string, command: AgentCommand): Promise<AgentCode> {
+  const hostDir = await codeDirectory(dataDir);
+  return { hostDir, hostCommand: command, viewCommand: command };
+}
+
+/** Readable by every sandbox's user (it is no secret), though the data directory is not listable. */
+async function codeDirectory(dataDir: string): Promise<string> {
+  const dir = path.join(dataDir, 'agent-bundle');
+  await mkdir(dir, { recursive: true });
+  await traversableDir(dir);
+  await chmod(dir, 0o755);
+  return dir;
+}
+
 /** Builds (or reuses) `<dataDir>/agent-bundle/agent.mjs` and says how to run it. */
-export async function prepareAgentBundle(dataDir: string): Promise<AgentCommand> {
+export async function prepareAgentBundle(dataDir: string): Promise<AgentCode> {
   const dir = path.join(dataDir, 'agent-bundle');
   const bundleFile = path.join(dir, 'agent.mjs');
   const stampFile = path.join(dir, 'agent.stamp.json');
   const watchFile = path.join(dir, 'parent-watch.mjs');
   try {
     const esbuild = loadEsbuild();
+    const nodePty = await nodePtyDir();
     const recipe = JSON.stringify({
       esbuild: esbuild.version,
       entry: AGENT_ENTRY,
       EXTERNAL_MODULES,
       BANNER,
       BUNDLE_TRIMS,
+      nodePty,
+      NODE_PTY_FILES,
     });
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    if (!(await isFresh(stampFile, bundleFile, recipe)))
+    await codeDirectory(dataDir);
+    const copied = path.join(dir, 'node_modules', 'node-pty', 'package.json');
+    if (
+      !(await isFresh(stampFile, bundleFile, recipe)) ||
+      (await stat(copied).catch(() => undefined)) === undefined
+    ) {
+      await copyNodePty(nodePty, dir);
       await buildBundle(esbuild, bundleFile, stampFile, recipe);
+    }
     await writeAtomically(watchFile, PARENT_WATCH);
   } catch (err) {
     await rm(stampFile, { force: true });
     throw providerUnavailable('could not build the sandbox agent', err);
   }
-  return { file: process.execPath, args: ['--import', pathToFileURL(watchFile).href, bundleFile] };
+  return { hostDir: dir, hostCommand: commandIn(dir), viewCommand: commandIn(AGENT_CODE_DIR) };
 }

@@ -1,17 +1,20 @@
 import type { AgentEnvVariables } from '@sbx/service-kit';
+import { SANDBOX_WORKSPACE } from '@sbx/service-kit';
 import type { LocalIsolation } from './isolation.js';
-import type { SandboxRecord, SandboxPaths } from './sandbox-layout.js';
+import type { SandboxRecord } from './sandbox-layout.js';
+
+/** The descriptor of the sandbox's state directory in the agent (agent-launch.ts passes it). */
+export const AGENT_STATE_FD = 3;
+/** bwrap reports the agent's own pid on this descriptor (agent-process.ts reads it). */
+export const AGENT_INFO_FD = 4;
 
 export interface AgentEnvironmentInput {
   readonly record: SandboxRecord;
-  readonly paths: SandboxPaths;
+  /** The workspace as the agent sees it: SANDBOX_WORKSPACE in its view, its host path without one. */
+  readonly workspace: string;
   readonly isolation: LocalIsolation;
   readonly bwrapPath: string;
   readonly slirp4netnsPath: string;
-  /** Host paths user processes must not see: the broker's data directory and whatever the operator adds. */
-  readonly hiddenPaths: readonly string[];
-  /** The sandbox's cgroup directories, which the agent joins before it starts anything. */
-  readonly cgroups: readonly string[];
   readonly logLevel: string;
   /** Browser origins the agent allows (CORS and WebSocket upgrades); default none. */
   readonly allowedOrigins?: readonly string[];
@@ -21,26 +24,21 @@ export interface AgentEnvironmentInput {
 
 /**
  * The agent's environment contract (services/agent/src/config.ts), built from nothing:
- * the key goes by file (never argv or env), the agent listens on loopback only, on a
- * port it picks. User processes run as the sandbox's own host user when it has one
- * (a root broker), never as the agent's. Under bubblewrap the hidden paths become empty
- * tmpfs mounts before the workspace is bound back in.
+ * the key, the revocation list and the client's variables come through the state
+ * directory's descriptor (never argv, env or a path in the agent's view); the agent
+ * listens on loopback only, on a port it picks. It already runs as the sandbox's own
+ * user in the sandbox's view (agent-view.ts), so user processes need no other identity.
  */
 export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariables {
-  const { record, paths } = input;
+  const { record } = input;
   const base: AgentEnvVariables = {
     SANDBOX_ID: record.sandboxId,
-    SANDBOX_SIGNING_KEY_FILE: paths.keyFile,
+    AGENT_STATE_FD: String(AGENT_STATE_FD),
     SANDBOX_TOKEN_ISSUER: record.tokenIssuer,
-    AGENT_SANDBOX_ENV_FILE: paths.envFile,
-    WORKSPACE_ROOT: paths.workspace,
+    WORKSPACE_ROOT: input.workspace,
     HOST: '127.0.0.1',
     PORT: '0',
     LOG_LEVEL: input.logLevel,
-    ...(record.hostUid === undefined
-      ? {}
-      : { AGENT_RUN_AS_UID: String(record.hostUid), AGENT_RUN_AS_GID: String(record.hostUid) }),
-    ...(input.cgroups.length === 0 ? {} : { AGENT_CGROUPS: input.cgroups.join(':') }),
     ...(input.allowedOrigins === undefined || input.allowedOrigins.length === 0
       ? {}
       : { CORS_ALLOWED_ORIGINS: input.allowedOrigins.join(',') }),
@@ -52,9 +50,14 @@ export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariable
   return {
     ...base,
     AGENT_LAUNCHER: 'bubblewrap',
+    AGENT_SHARED_VIEW: 'true',
     AGENT_BWRAP_PATH: input.bwrapPath,
     AGENT_SLIRP4NETNS_PATH: input.slirp4netnsPath,
     AGENT_NETWORK: record.network === 'on' ? 'true' : 'false',
-    AGENT_HIDE_PATHS: input.hiddenPaths.join(':'),
   };
+}
+
+/** Where the agent finds the workspace. */
+export function agentWorkspace(isolation: LocalIsolation, hostWorkspace: string): string {
+  return isolation === 'none' ? hostWorkspace : SANDBOX_WORKSPACE;
 }

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { constants } from 'node:os';
 import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { scrubText, type Logger } from '@sbx/service-kit';
 import { listeningUrlOf } from './agent-readiness.js';
@@ -24,6 +25,10 @@ export interface AgentProcessOptions {
   readonly cwd: string;
   readonly sandboxId: string;
   readonly logger: Logger;
+  /** Descriptors 3, 4 … of the child: an open descriptor to hand down, or a pipe to read. */
+  readonly extraFds?: readonly (number | 'pipe')[];
+  /** The descriptor on which bwrap reports `{"child-pid": …}`: the agent's own pid, under bwrap. */
+  readonly infoFd?: number;
 }
 
 const MAX_LOGGED_LINE = 4096;
@@ -46,6 +51,8 @@ export class AgentProcess {
   readonly listening: Promise<string>;
   #exit: AgentExit | undefined;
   #spawnError: Error | undefined;
+  /** The agent's own pid when a launcher (bwrap) stands between it and `pid`. */
+  #agentPid: number | undefined;
   readonly #recent: string[] = [];
   readonly #child: ChildProcess;
 
@@ -53,14 +60,18 @@ export class AgentProcess {
     this.#child = spawn(options.command.file, options.command.args, {
       cwd: options.cwd,
       env: { ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe', ...(options.extraFds ?? [])],
       detached: true,
     });
     this.pid = this.#child.pid;
+    if (options.infoFd !== undefined) this.#readAgentPid(this.#child.stdio[options.infoFd]);
     // Broken lifeline writes are expected once the agent is gone.
     this.#child.stdin?.on('error', () => undefined);
+    const launcherBetween = options.infoFd !== undefined;
     this.exited = new Promise((resolve) => {
-      this.#child.once('exit', (code, signal) => resolve((this.#exit = { code, signal })));
+      this.#child.once('exit', (code, signal) =>
+        resolve((this.#exit = launcherBetween ? agentExitOf(code, signal) : { code, signal })),
+      );
       this.#child.on('error', (err) => {
         this.#spawnError ??= err;
         if (this.pid === undefined) resolve((this.#exit = { code: null, signal: null }));
@@ -111,10 +122,15 @@ export class AgentProcess {
     if (this.alive) this.#killGroup(signal);
   }
 
-  /** SIGTERM (the agent stops its user processes), SIGKILL after `graceMs`, then waits for the end. */
+  /**
+   * SIGTERM to the agent itself (it stops its user processes; a launcher that bwrap left
+   * in between would die of it at once and take the agent down unasked), SIGKILL to the
+   * whole group after `graceMs`, then waits for the end.
+   */
   async terminate(graceMs: number): Promise<AgentExit> {
     if (!this.alive) return this.exited;
-    this.#killGroup(graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
+    if (graceMs > 0 && this.#agentPid !== undefined) this.#signal(this.#agentPid, 'SIGTERM');
+    else this.#killGroup(graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
     const grace = new AbortController();
     const ended = await Promise.race([
       this.exited.then(() => true),
@@ -129,12 +145,27 @@ export class AgentProcess {
   }
 
   #killGroup(signal: NodeJS.Signals): void {
-    if (this.pid === undefined) return;
+    if (this.pid !== undefined) this.#signal(-this.pid, signal);
+  }
+
+  #signal(pid: number, signal: NodeJS.Signals): void {
     try {
-      process.kill(-this.pid, signal);
+      process.kill(pid, signal);
     } catch {
-      // ESRCH: the group is already gone.
+      // ESRCH: already gone.
     }
+  }
+
+  #readAgentPid(stream: unknown): void {
+    if (!(stream instanceof Readable)) return;
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('error', () => undefined);
+    stream.on('data', (chunk: string) => {
+      if (text.length < 4096) text += chunk;
+      const pid = /"child-pid":\s*(\d+)/.exec(text)?.[1];
+      if (pid !== undefined && this.alive) this.#agentPid ??= Number(pid);
+    });
   }
 
   #drain(
@@ -158,6 +189,17 @@ export class AgentProcess {
         );
     });
   }
+}
+
+function isSignal(name: string): name is NodeJS.Signals {
+  return name in constants.signals;
+}
+
+/** bwrap ends with 128 + n when the agent died of signal n: report the agent's own end. */
+function agentExitOf(code: number | null, signal: NodeJS.Signals | null): AgentExit {
+  if (code === null || code <= 128) return { code, signal };
+  const name = Object.entries(constants.signals).find(([, number]) => number === code - 128)?.[0];
+  return name === undefined || !isSignal(name) ? { code, signal } : { code: null, signal: name };
 }
 
 /** The agent logs JSON: keep it structured in the broker's log instead of a quoted string. */

@@ -1,9 +1,14 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-kit';
+import { SANDBOX_WORKSPACE, type AgentEnvVariables } from '@sbx/service-kit';
+import { agentLaunchCommand } from './agent-command.js';
+import type { AgentCode } from './agent-bundle.js';
+import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
 import { traversableDir } from './sandbox-layout.js';
+import { hostTun, tunNodeFor, type ViewDevice } from './tun-device.js';
 
 export interface ProbeSetup {
   readonly bwrapPath: string;
@@ -11,40 +16,20 @@ export interface ProbeSetup {
   /** Real path; hidden inside sandboxes. */
   readonly dataDir: string;
   readonly hiddenPaths: readonly string[];
+  readonly agentCode: AgentCode;
   /** The host user sandboxes run as (a root broker's probe user); omitted: the broker's own. */
   readonly runAs?: { readonly uid: number; readonly gid: number };
 }
 
-/** Each line `name:ok` when the attack it names fails from inside the sandbox. */
-const PROBE_SCRIPT = `
-[ "$(id -u)" != 0 ] && echo uid:ok
-grep -Eq '^CapEff:[[:space:]]*0+$' /proc/self/status && echo capabilities:ok
-umount -l /tmp 2>/dev/null || echo umount:ok
-mount -t tmpfs none /tmp 2>/dev/null || echo mount:ok
-cat "$1" >/dev/null 2>&1 || echo data-dir:ok
-ls "$2" >/dev/null 2>&1 || echo other-workspaces:ok
-touch /sbx-probe 2>/dev/null || echo read-only-root:ok
-[ "$(pwd)" = ${SANDBOX_WORKSPACE} ] && touch .sbx-probe && echo workspace:ok
-`;
-const CHECKS = [
-  'uid',
-  'capabilities',
-  'umount',
-  'mount',
-  'data-dir',
-  'other-workspaces',
-  'read-only-root',
-  'workspace',
-];
-const PROBE_TIMEOUT_MS = 15_000;
+const PROBE_TIMEOUT_MS = 20_000;
+const OUTPUT_LIMIT = 16_384;
 
 /**
- * Proves confinement from inside, as an attacker would try to break it: a real sandbox
- * (the agent's own SandboxNamespace, as the sandbox's user) must not be root, must hold
- * no capability, must fail to unmount or mount, must not read a world-readable file in
- * the data directory nor list another workspace, must not write to the root, and must
- * find its own workspace, writable, at SANDBOX_WORKSPACE.
- * Resolves with what failed, or undefined when everything held.
+ * Proves confinement from inside, as an attacker would try to break it: the agent itself
+ * is started exactly as a sandbox's agent is (its view, the sandbox's user, no
+ * capability), in its probe mode (services/agent/src/isolation-probe.ts): it makes the
+ * sandbox's namespaces and runs its checks from inside them. Resolves with what failed,
+ * or undefined when everything held.
  */
 export async function probeConfinement(setup: ProbeSetup, network: boolean): Promise<string | undefined> {
   const tag = randomBytes(6).toString('hex');
@@ -52,53 +37,82 @@ export async function probeConfinement(setup: ProbeSetup, network: boolean): Pro
   const workspace = path.join(workspaces, `.probe-${tag}`);
   const other = path.join(workspaces, `.probe-other-${tag}`);
   const canary = path.join(setup.dataDir, `.probe-canary-${tag}`);
+  const tun = path.join(workspaces, `.probe-tun-${tag}`);
   try {
     await traversableDir(workspaces);
     await mkdir(workspace, { mode: 0o700 });
     if (setup.runAs !== undefined) await chown(workspace, setup.runAs.uid, setup.runAs.gid);
     await mkdir(other, { mode: 0o755 });
     await writeFile(canary, 'secret', { mode: 0o644 });
-    return await runProbe(setup, network, workspace, [canary, other]);
+    const device = setup.runAs === undefined ? await hostTun() : await tunNodeFor(tun, setup.runAs.gid);
+    return await runProbe(setup, network ? (device === undefined ? [] : [device]) : undefined, workspace, [
+      canary,
+      other,
+    ]);
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   } finally {
-    await Promise.all([workspace, other, canary].map((p) => rm(p, { recursive: true, force: true })));
+    await Promise.all([workspace, other, canary, tun].map((p) => rm(p, { recursive: true, force: true })));
   }
 }
 
+/** `network`: the devices a network-on sandbox's agent gets; undefined: network off. */
 async function runProbe(
   setup: ProbeSetup,
-  network: boolean,
+  network: readonly ViewDevice[] | undefined,
   workspace: string,
   targets: readonly string[],
 ): Promise<string | undefined> {
-  const namespace = await SandboxNamespace.start({
-    bwrapPath: setup.bwrapPath,
-    slirp4netnsPath: setup.slirp4netnsPath,
-    workspaceRoot: workspace,
-    hidePaths: setup.hiddenPaths,
-    network,
-    ...(setup.runAs === undefined ? {} : { runAs: setup.runAs }),
+  const agent = setup.agentCode.viewCommand;
+  const command = agentLaunchCommand({
+    agent: { file: agent.file, args: [...agent.args, '--isolation-probe', ...targets] },
+    limits: DEFAULT_SANDBOX_LIMITS,
+    cgroupProcs: [],
+    view: {
+      bwrapPath: setup.bwrapPath,
+      workspace,
+      hidePaths: setup.hiddenPaths,
+      agentCode: setup.agentCode.hostDir,
+      devices: network ?? [],
+      runAs: setup.runAs,
+    },
+    runAs: setup.runAs,
   });
-  try {
-    const plan = namespace.joinPlan({
-      file: '/bin/sh',
-      args: ['-c', PROBE_SCRIPT, 'sbx-probe', ...targets],
-      cwd: SANDBOX_WORKSPACE,
-      env: { PATH: '/usr/bin:/bin' },
-    });
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(plan.file, plan.args, { ...plan, timeout: PROBE_TIMEOUT_MS }, (err, out, stderr) => {
-        if (err !== null && out === '') reject(new Error(`${err.message.split('\n')[0] ?? ''} ${stderr}`));
-        else resolve(out);
-      });
-    });
-    const held = new Set(stdout.split('\n').map((line) => line.replace(/:ok$/, '')));
-    const failed = CHECKS.filter((check) => !held.has(check));
-    return failed.length === 0
-      ? undefined
-      : `confinement does not hold inside the sandbox: ${failed.join(', ')}`;
-  } finally {
-    await namespace.close();
-  }
+  const env: AgentEnvVariables = {
+    SANDBOX_ID: 'isolation-probe',
+    SANDBOX_SIGNING_KEY: randomBytes(32).toString('base64url'),
+    WORKSPACE_ROOT: SANDBOX_WORKSPACE,
+    LOG_LEVEL: 'error',
+    AGENT_LAUNCHER: 'bubblewrap',
+    AGENT_SHARED_VIEW: 'true',
+    AGENT_BWRAP_PATH: setup.bwrapPath,
+    AGENT_SLIRP4NETNS_PATH: setup.slirp4netnsPath,
+    AGENT_NETWORK: network === undefined ? 'false' : 'true',
+  };
+  // stdin stays open: the agent takes its end for the broker's (agent-bundle.ts).
+  const child = spawn(command.file, command.args, {
+    cwd: '/',
+    env: { ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  child.stdin.on('error', () => undefined);
+  const output = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    if (output.stdout.length < OUTPUT_LIMIT) output.stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    if (output.stderr.length < OUTPUT_LIMIT) output.stderr += chunk;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
+  await once(child, 'close');
+  const code = child.exitCode;
+  clearTimeout(timer);
+  const verdict = /^probe: (.*)$/m.exec(output.stdout)?.[1];
+  if (verdict === 'ok' && code === 0) return undefined;
+  // `keyctl session -` announces the keyring it made: not the agent's last words.
+  const stderr = output.stderr
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !line.startsWith('Joined session keyring'));
+  const why = verdict ?? (stderr.slice(-3).join(' | ') || `exit ${String(code)}`);
+  return `confinement does not hold inside the sandbox: ${why}`;
 }

@@ -38,6 +38,7 @@ import {
   sandboxFilesExist,
   sandboxIdsIn,
   sandboxPaths,
+  shareStateWith,
   type SandboxPaths,
   type SandboxRecord,
 } from './sandbox-layout.js';
@@ -49,9 +50,10 @@ import { SerialQueue } from './serial-queue.js';
 export type { LocalProviderOptions } from './local-settings.js';
 
 /**
- * One agent process per sandbox on this host (docs/security.md). The agent runs outside the sandbox (it
- * needs the key and the workspace); its user processes run in the sandbox's bubblewrap namespaces, as the
- * sandbox's own host user when the broker is root, within the sandbox's limits.
+ * One agent process per sandbox on this host (docs/security.md, docs/architecture.md D21). The
+ * agent runs as the sandbox's own host user (a root broker gives each sandbox one), with no
+ * capability, in the sandbox's own filesystem view; its user processes run in the sandbox's
+ * bubblewrap namespaces, within the sandbox's limits.
  */
 export class LocalProvider implements SandboxProvider {
   readonly name = 'local';
@@ -221,6 +223,7 @@ export class LocalProvider implements SandboxProvider {
 
   async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
     const sandboxId = record.sandboxId;
+    await shareStateWith(paths, record.hostUid);
     const agent = await spawnSandboxAgent(this.#settings, this.isolation, record, paths);
     const live: LiveAgent = {
       agent,

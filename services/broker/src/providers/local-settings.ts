@@ -1,7 +1,7 @@
-import { mkdir, realpath } from 'node:fs/promises';
+import { mkdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@sbx/service-kit';
-import { prepareAgentBundle } from './agent-bundle.js';
+import { customAgentCode, prepareAgentBundle, type AgentCode } from './agent-bundle.js';
 import type { AgentCommand } from './agent-process.js';
 import {
   resolveIsolation,
@@ -59,7 +59,9 @@ export interface LocalSettings {
   readonly cgroups: SandboxCgroups | undefined;
   /** A workspace volume of bounded size per sandbox where the host allows; undefined: a plain directory. */
   readonly volumes: WorkspaceVolumes | undefined;
-  readonly command: AgentCommand;
+  /** The agent's code, bound into its view, and how to run it there or on the host. */
+  readonly agentCode: AgentCode;
+
   readonly hiddenPaths: readonly string[];
   readonly startTimeoutMs: number;
   readonly stopGraceMs: number;
@@ -80,11 +82,17 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
   const slirp4netnsPath = options.slirp4netnsPath ?? '/usr/bin/slirp4netns';
   const hiddenPaths = [...new Set([dataDir, ...extraHidden])];
   const sandboxUsers = process.getuid?.() === 0;
+  if (sandboxUsers) await assertRunnableByOthers(process.execPath);
+  const agentCode =
+    options.agentCommand === undefined
+      ? await prepareAgentBundle(dataDir)
+      : await customAgentCode(dataDir, options.agentCommand);
   const resolved = await resolveIsolation(options.isolation ?? 'auto', {
     bwrapPath,
     slirp4netnsPath,
     dataDir,
     hiddenPaths,
+    agentCode,
     ...(sandboxUsers ? { runAs: { uid: PROBE_UID, gid: PROBE_UID } } : {}),
   });
   const cgroups = sandboxUsers ? await detectCgroups() : undefined;
@@ -102,7 +110,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     sandboxUsers,
     cgroups,
     volumes: sandboxUsers ? detectWorkspaceVolumes() : undefined,
-    command: options.agentCommand ?? (await prepareAgentBundle(dataDir)),
+    agentCode,
     // The real path only: a symlink to it leads into the hidden tmpfs anyway.
     hiddenPaths,
     startTimeoutMs: options.startTimeoutMs ?? 15_000,
@@ -133,6 +141,20 @@ function logIsolation(
     { limits: cgroups === undefined ? 'rlimits' : `cgroup ${cgroups.version} + rlimits` },
     'sandbox resource limits',
   );
+}
+
+/** The agent runs as each sandbox's own user: node must be executable by anyone. */
+async function assertRunnableByOthers(file: string): Promise<void> {
+  const dirs: string[] = [];
+  for (let dir = path.dirname(file); dir !== path.dirname(dir); dir = path.dirname(dir)) dirs.push(dir);
+  const blocked: string[] = [];
+  for (const dir of dirs) if (((await stat(dir)).mode & 0o001) === 0) blocked.push(dir);
+  if (((await stat(file)).mode & 0o001) === 0) blocked.push(file);
+  if (blocked.length > 0)
+    throw providerUnavailable(
+      `sandbox agents run as the sandbox's own user, who cannot run ${file}: ` +
+        `${blocked.join(', ')} must be executable by others (install node system-wide)`,
+    );
 }
 
 /**

@@ -2,7 +2,7 @@
 // key: `agent.key` and `revocations.json`, each replaced by write-aside and rename so the
 // agent never reads half a file.
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chown, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
@@ -18,10 +18,18 @@ const RevocationFile = z.object({
 });
 type RevocationFile = z.infer<typeof RevocationFile>;
 
+/**
+ * Replaces `file` whole: readable by its owner and the group of its directory (the
+ * sandbox's own user for a root broker: its agent reads the state directory through a
+ * descriptor, docs/architecture.md D21), never by others, never writable by the agent.
+ */
 export async function replaceFile(file: string, text: string): Promise<void> {
-  const scratch = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}`);
+  const dir = path.dirname(file);
+  const scratch = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}`);
   try {
-    await writeFile(scratch, text, { mode: 0o600, flag: 'wx' });
+    const { gid } = await stat(dir);
+    await writeFile(scratch, text, { mode: 0o640, flag: 'wx' });
+    if (process.getuid?.() === 0) await chown(scratch, 0, gid);
     await rename(scratch, file);
   } catch (err) {
     await rm(scratch, { force: true });
@@ -69,7 +77,7 @@ export async function addRevocations(stateDir: string, revocation: Revocation, n
   await replaceFile(file, mergeRevocationList(await readList(file), revocation, nowMs));
 }
 
-/** Replaces the key file the agent reads (0600, like the first one). */
+/** Replaces the key file the agent reads (0640 to the agent's group, like the first one). */
 export async function replaceKeyFile(keyFile: string, key: SigningKey): Promise<void> {
   await replaceFile(keyFile, key.toBase64url());
 }

@@ -1,14 +1,20 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
+import { asUser } from '@sbx/service-kit';
 import { sandboxNotFound } from './provider.js';
+import { REVOCATION_FILE } from './revocation-file.js';
 import { SandboxLimits } from './sandbox-limits.js';
 
 /**
  * Where a local sandbox lives on disk:
  *   <dataDir>/workspaces/<id>          the workspace (kept by stop, removed by destroy)
- *   <dataDir>/sandboxes/<id>/agent.key the signing key the agent reads (0600, directory 0700)
+ *   <dataDir>/sandboxes/<id>/agent.key the signing key the agent reads (0640, directory 0750,
+ *                                      group: the sandbox's user; the agent reads it through a
+ *                                      descriptor, no path to it exists in its view)
  *   <dataDir>/sandboxes/<id>/sandbox.json what `start` needs to resume after a broker restart
  *   <dataDir>/sandboxes/<id>/sandbox-env.json the client policy's variables for user processes
  */
@@ -22,6 +28,8 @@ export interface SandboxPaths {
   /** The workspace's volume image, where the host allows one (workspace-volumes.ts). */
   readonly volumeFile: string;
 }
+
+const run = promisify(execFile);
 
 /** What is remembered about a sandbox between agent runs (no key material). */
 const SandboxRecord = z.object({
@@ -51,26 +59,39 @@ export function sandboxPaths(dataDir: string, sandboxId: string): SandboxPaths {
   };
 }
 
-async function privateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  // mkdir's mode does not apply to a directory that already existed.
-  await chmod(dir, 0o700);
-}
-
 /** Creates the key file, the record and the workspace; fails if the sandbox's state dir exists. */
 export async function writeSandboxFiles(
   paths: SandboxPaths,
   record: SandboxRecord,
   key: SigningKey,
 ): Promise<void> {
-  await privateDir(path.dirname(paths.stateDir));
+  // Traversable, not listable: each state directory keeps its own sandbox user's group.
+  await traversableDir(path.dirname(paths.stateDir));
   await traversableDir(path.dirname(paths.workspace));
-  await mkdir(paths.stateDir, { mode: 0o700 });
-  await writeFile(paths.keyFile, key.toBase64url(), { mode: 0o600, flag: 'wx' });
+  await mkdir(paths.stateDir, { mode: 0o750 });
+  await writeFile(paths.keyFile, key.toBase64url(), { mode: 0o640, flag: 'wx' });
   await writeFile(paths.recordFile, JSON.stringify(record), { mode: 0o600, flag: 'wx' });
-  await writeFile(paths.envFile, JSON.stringify(record.environment ?? {}), { mode: 0o600, flag: 'wx' });
+  await writeFile(paths.envFile, JSON.stringify(record.environment ?? {}), { mode: 0o640, flag: 'wx' });
   await mkdir(paths.workspace, { recursive: true, mode: 0o700 });
+  await shareStateWith(paths, record.hostUid);
   if (record.hostUid !== undefined) await chown(paths.workspace, record.hostUid, record.hostUid);
+}
+
+/**
+ * The agent runs as the sandbox's own user and reads its key, revocation list and client
+ * variables through a descriptor of the state directory: their group is that user's,
+ * readable, never writable; the record and the volume image stay root's alone. Applied at
+ * every start too, so a sandbox made before this rule resumes.
+ */
+export async function shareStateWith(paths: SandboxPaths, hostUid: number | undefined): Promise<void> {
+  const shared = [paths.keyFile, paths.envFile, path.join(paths.stateDir, REVOCATION_FILE)];
+  await chmod(paths.stateDir, 0o750);
+  if (hostUid !== undefined) await chown(paths.stateDir, 0, hostUid);
+  for (const file of shared) {
+    if ((await stat(file).catch(() => undefined)) === undefined) continue;
+    await chmod(file, 0o640);
+    if (hostUid !== undefined) await chown(file, 0, hostUid);
+  }
 }
 
 /**
@@ -119,7 +140,23 @@ export async function sandboxFilesExist(paths: SandboxPaths): Promise<boolean> {
   return found.some((entry) => entry !== undefined);
 }
 
-export async function removeSandboxFiles(paths: SandboxPaths): Promise<void> {
+/**
+ * Deletes a sandbox's files. What is in the workspace is the sandbox user's: a root
+ * broker deletes it as that user, so that even a process that outlived the sweep and
+ * swaps a directory for a symlink mid-delete removes nothing its sandbox could not.
+ */
+export async function removeSandboxFiles(paths: SandboxPaths, hostUid?: number): Promise<void> {
+  if (hostUid !== undefined) {
+    const rmAsUser = asUser(
+      { uid: hostUid, gid: hostUid },
+      {
+        file: '/bin/rm',
+        args: ['-rf', '--one-file-system', '--', paths.workspace],
+      },
+    );
+    // The workspace itself stays (its parent is root's): removed below, empty by then.
+    await run(rmAsUser.file, [...rmAsUser.args]).catch(() => undefined);
+  }
   await rm(paths.workspace, { recursive: true, force: true });
   await rm(paths.stateDir, { recursive: true, force: true });
 }

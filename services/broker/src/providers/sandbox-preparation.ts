@@ -1,6 +1,7 @@
 import type { SigningKey } from '@sbx/tokens';
 import type { LocalSettings } from './local-settings.js';
 import {
+  readSandboxRecord,
   recordedHostUids,
   removeSandboxFiles,
   writeSandboxFiles,
@@ -43,5 +44,6 @@ export async function prepareSandbox(
 /** Deletes a sandbox's files, its workspace volume unmounted first. */
 export async function removeSandbox(settings: LocalSettings, paths: SandboxPaths): Promise<void> {
   await settings.volumes?.unmount(paths.workspace);
-  await removeSandboxFiles(paths);
+  const record = await readSandboxRecord(paths).catch(() => undefined);
+  await removeSandboxFiles(paths, settings.sandboxUsers ? record?.hostUid : undefined);
 }

@@ -4,7 +4,6 @@ import { describe, expect, it } from '@jest/globals';
 import { AgentEnv, agentEnvRules, parseEnv } from '@sbx/service-kit';
 import { loadBrokerConfig } from '../../src/config.js';
 import { agentEnvironment } from '../../src/providers/agent-environment.js';
-import { sandboxPaths } from '../../src/providers/sandbox-layout.js';
 
 const ALLOWED = 'https://console.example.com';
 
@@ -42,12 +41,10 @@ describe('hardening configuration', () => {
     };
     const env = agentEnvironment({
       record,
-      paths: sandboxPaths('/srv/sbx', record.sandboxId),
+      workspace: '/srv/sbx/workspaces/sb_cors',
       isolation: 'none',
       bwrapPath: '/usr/bin/bwrap',
       slirp4netnsPath: '/usr/bin/slirp4netns',
-      hiddenPaths: [],
-      cgroups: [],
       logLevel: 'info',
       allowedOrigins: [ALLOWED],
     });

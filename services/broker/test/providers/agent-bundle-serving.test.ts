@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { prepareAgentBundle } from '../../src/providers/agent-bundle.js';
-import { newDataDir } from './local-provider-kit.js';
+import { asAgentUser, newDataDir } from './local-provider-kit.js';
 
 const ISSUER = 'sbx-bundle-test';
 const SANDBOX_ID = 'sb_bundle_serving';
@@ -25,8 +25,9 @@ beforeAll(async () => {
   dataDir = newDataDir();
   const workspace = path.join(dataDir, 'ws');
   mkdirSync(workspace);
-  const command = await prepareAgentBundle(dataDir);
+  const command = (await prepareAgentBundle(dataDir)).hostCommand;
   agent = spawn(command.file, command.args, {
+    ...asAgentUser(workspace),
     env: {
       PATH: '/usr/bin:/bin',
       SANDBOX_ID,

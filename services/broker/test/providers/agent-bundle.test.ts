@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SigningKey } from '@sbx/tokens';
 import type { AgentCommand } from '../../src/providers/agent-process.js';
 import { prepareAgentBundle } from '../../src/providers/agent-bundle.js';
-import { isAlive, newDataDir } from './local-provider-kit.js';
+import { asAgentUser, isAlive, newDataDir } from './local-provider-kit.js';
 
 let dataDir: string;
 let command: AgentCommand;
@@ -16,7 +16,7 @@ const stampFile = (): string => path.join(dataDir, 'agent-bundle', 'agent.stamp.
 
 beforeAll(async () => {
   dataDir = newDataDir();
-  command = await prepareAgentBundle(dataDir);
+  command = (await prepareAgentBundle(dataDir)).hostCommand;
 });
 
 afterAll(() => {
@@ -25,8 +25,8 @@ afterAll(() => {
 
 /** Stands in for the broker: starts the agent holding its stdin, prints the agent's pid, then idles. */
 const FAKE_BROKER = `
-const [file, args, env] = JSON.parse(process.argv[1]);
-const agent = require('node:child_process').spawn(file, args, { env, stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+const [file, args, env, user] = JSON.parse(process.argv[1]);
+const agent = require('node:child_process').spawn(file, args, { env, stdio: ['pipe', 'ignore', 'ignore'], detached: true, ...user });
 console.log(agent.pid);
 setInterval(() => {}, 1000);`;
 
@@ -34,7 +34,7 @@ describe('agent bundle', () => {
   it('is reused while its sources are unchanged', async () => {
     const built = statSync(bundleFile()).mtimeMs;
     const started = Date.now();
-    expect(await prepareAgentBundle(dataDir)).toEqual(command);
+    expect((await prepareAgentBundle(dataDir)).hostCommand).toEqual(command);
     expect(statSync(bundleFile()).mtimeMs).toBe(built);
     expect(Date.now() - started).toBeLessThan(1000);
   });
@@ -62,7 +62,7 @@ describe('agent bundle', () => {
     };
     const broker = spawn(
       process.execPath,
-      ['-e', FAKE_BROKER, JSON.stringify([command.file, command.args, env])],
+      ['-e', FAKE_BROKER, JSON.stringify([command.file, command.args, env, asAgentUser(workspace)])],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },

@@ -3,7 +3,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { AgentEnv, agentEnvRules, parseEnv } from '@sbx/service-kit';
 import { agentEnvironment } from '../../src/providers/agent-environment.js';
-import { sandboxPaths, type SandboxRecord } from '../../src/providers/sandbox-layout.js';
+import type { SandboxRecord } from '../../src/providers/sandbox-layout.js';
 
 const record: SandboxRecord = {
   sandboxId: 'sb_env',
@@ -16,12 +16,10 @@ const record: SandboxRecord = {
 function written(overrides: Partial<Parameters<typeof agentEnvironment>[0]> = {}) {
   const env = agentEnvironment({
     record,
-    paths: sandboxPaths('/srv/sbx', record.sandboxId),
+    workspace: '/workspace',
     isolation: 'bubblewrap',
     bwrapPath: '/usr/bin/bwrap',
     slirp4netnsPath: '/usr/bin/slirp4netns',
-    hiddenPaths: ['/srv/sbx', '/etc/sbx'],
-    cgroups: ['/sys/fs/cgroup/pids/sbx/sb_env', '/sys/fs/cgroup/memory/sbx/sb_env'],
     logLevel: 'info',
     ...overrides,
   });
@@ -33,28 +31,30 @@ describe('the environment the local provider gives an agent', () => {
     const parsed = written();
     expect(parsed).toMatchObject({
       SANDBOX_ID: 'sb_env',
-      SANDBOX_SIGNING_KEY_FILE: '/srv/sbx/sandboxes/sb_env/agent.key',
-      WORKSPACE_ROOT: '/srv/sbx/workspaces/sb_env',
+      // The key comes through the state directory's descriptor: no path, no value here.
+      AGENT_STATE_FD: 3,
+      WORKSPACE_ROOT: '/workspace',
       AGENT_LAUNCHER: 'bubblewrap',
+      AGENT_SHARED_VIEW: true,
       AGENT_NETWORK: false,
-      AGENT_RUN_AS_UID: 212_345,
-      AGENT_RUN_AS_GID: 212_345,
-      AGENT_HIDE_PATHS: '/srv/sbx:/etc/sbx',
-      AGENT_CGROUPS: '/sys/fs/cgroup/pids/sbx/sb_env:/sys/fs/cgroup/memory/sbx/sb_env',
       HOST: '127.0.0.1',
       PORT: 0,
     });
     expect(parsed.SANDBOX_SIGNING_KEY).toBeUndefined();
+    expect(parsed.SANDBOX_SIGNING_KEY_FILE).toBeUndefined();
+    // The agent already is the sandbox's user in the sandbox's view: nothing to switch to or hide.
+    expect(parsed.AGENT_RUN_AS_UID).toBeUndefined();
+    expect(parsed.AGENT_HIDE_PATHS).toBeUndefined();
   });
 
   it('turns the network on only when the sandbox’s record says so', () => {
     expect(written({ record: { ...record, network: 'on' } }).AGENT_NETWORK).toBe(true);
   });
 
-  it('runs user processes directly, still as the sandbox’s own user, without bubblewrap', () => {
-    const parsed = written({ isolation: 'none' });
-    expect(parsed).toMatchObject({ AGENT_LAUNCHER: 'direct', AGENT_RUN_AS_UID: 212_345 });
-    expect(parsed.AGENT_HIDE_PATHS).toBeUndefined();
+  it('runs user processes directly without bubblewrap, in the host’s view of the workspace', () => {
+    const parsed = written({ isolation: 'none', workspace: '/srv/sbx/workspaces/sb_env' });
+    expect(parsed).toMatchObject({ AGENT_LAUNCHER: 'direct', WORKSPACE_ROOT: '/srv/sbx/workspaces/sb_env' });
+    expect(parsed.AGENT_SHARED_VIEW).toBe(false);
   });
   it('leaves the agent on JWTs unless given an introspection URL, then opaque tokens through it', () => {
     expect(written()).toMatchObject({ AGENT_TOKEN_FORMAT: 'jwt' });

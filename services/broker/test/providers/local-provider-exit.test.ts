@@ -37,7 +37,7 @@ afterAll(() => {
 
 describe('local provider: broker exit', () => {
   it('signals every agent when the broker process exits without close()', async () => {
-    const bundle = (await prepareAgentBundle(dataDir)).args.at(-1)!;
+    const bundle = (await prepareAgentBundle(dataDir)).hostCommand.args.at(-1)!;
     const script = path.join(dataDir, 'broker.mts');
     writeFileSync(script, BROKER_SCRIPT);
     await promisify(execFile)(process.execPath, [tsxCli, script, dataDir, bundle, sandboxId], {

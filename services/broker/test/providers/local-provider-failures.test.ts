@@ -1,5 +1,4 @@
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { LocalProvider } from '../../src/providers/local-provider.js';
@@ -65,8 +64,11 @@ describe('local provider: isolation', () => {
 
   it('refuses a bubblewrap that runs, but not with every flag the agent confines processes with', async () => {
     // A bwrap that cannot make an IPC namespace (as in some containers) but does everything else.
+    // The agent runs it in its view: neither under /tmp (the sandbox's own) nor the data directory.
     const dataDir = newDataDir();
-    const bwrap = path.join(dataDir, 'bwrap-without-ipc');
+    const bin = mkdtempSync('/var/tmp/sbx-fake-bwrap-');
+    chmodSync(bin, 0o755);
+    const bwrap = path.join(bin, 'bwrap-without-ipc');
     writeFileSync(
       bwrap,
       '#!/bin/sh\nfor a in "$@"; do [ "$a" = --unshare-ipc ] && { echo "no ipc namespace" >&2; exit 1; }; done\nexec bwrap "$@"\n',
@@ -80,14 +82,15 @@ describe('local provider: isolation', () => {
       expect(causeChain(error)).toContain('no ipc namespace');
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 
   it('refuses a bubblewrap whose sandboxes would see the data directory: the probe reads it from inside', async () => {
     // As a misconfigured or tampered bwrap would: everything but the tmpfs that hides the data directory.
-    // Outside /tmp, which every sandbox gets as its own tmpfs anyway.
+    // Outside /tmp, which every sandbox (and agent) gets as its own tmpfs anyway.
     const dataDir = newDataDirOutsideTmp();
-    const bin = mkdtempSync(path.join(tmpdir(), 'sbx-fake-bwrap-'));
+    const bin = mkdtempSync('/var/tmp/sbx-fake-bwrap-');
     const bwrap = path.join(bin, 'bwrap-showing-data');
     writeFileSync(
       bwrap,

@@ -1,7 +1,15 @@
 // A local provider on a fresh temporary data directory, with its log captured, and
 // /proc helpers to see which processes belong to a sandbox.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
+import {
+  chownSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -29,6 +37,19 @@ export function removeDataDir(dataDir: string): void {
     .filter((target) => target.startsWith(`${dataDir}/`));
   for (const target of mounts) execFileSync('umount', ['-l', target]);
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/** A host user for agents these tests start by hand: the agent refuses to run as root. */
+const TEST_AGENT_UID = 65_534;
+
+/**
+ * Spawn options that start an agent as an unprivileged user when the tests run as root,
+ * giving it `paths` (its workspace); empty otherwise.
+ */
+export function asAgentUser(...paths: string[]): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  for (const file of paths) chownSync(file, TEST_AGENT_UID, TEST_AGENT_UID);
+  return { uid: TEST_AGENT_UID, gid: TEST_AGENT_UID };
 }
 
 export function newDataDir(): string {
@@ -105,9 +126,17 @@ export function cmdlineOf(pid: number): string {
   return readOrEmpty(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8')).replaceAll('\0', ' ');
 }
 
-/** Live agent processes of a sandbox: the agent is the process whose environment names it. */
+/**
+ * Live agent processes of a sandbox: the node process whose environment names it (the
+ * bwrap that built its view has the same environment, and is not the agent).
+ */
 export function agentPidsOf(sandboxId: string): number[] {
-  return procPids().filter((pid) => isAlive(pid) && environOf(pid).includes(`SANDBOX_ID=${sandboxId}`));
+  return procPids().filter(
+    (pid) =>
+      isAlive(pid) &&
+      environOf(pid).includes(`SANDBOX_ID=${sandboxId}`) &&
+      readOrEmpty(() => readFileSync(`/proc/${pid}/comm`, 'utf8')).trim() === 'node',
+  );
 }
 
 /**

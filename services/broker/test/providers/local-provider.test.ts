@@ -71,14 +71,15 @@ describe('local provider: a healthy agent per sandbox', () => {
   });
 });
 
-describe('local provider: the key reaches the agent by file only', () => {
-  it('writes the key 0600 in a 0700 directory, never in argv, env or the log', async () => {
+describe('local provider: the key reaches the agent through a descriptor only', () => {
+  it("keeps the key 0640 to the sandbox user's group, never in argv, env, the log or the agent's view", async () => {
     const spec = contractSpec({ network: 'off' });
     await provider.create(spec);
     const key = spec.signingKey.toBase64url();
-    const keyFile = path.join(stateDirOf(spec.sandboxId), 'agent.key');
-    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
-    expect(statSync(stateDirOf(spec.sandboxId)).mode & 0o777).toBe(0o700);
+    const stateDir = stateDirOf(spec.sandboxId);
+    const keyFile = path.join(stateDir, 'agent.key');
+    expect(statSync(keyFile).mode & 0o777).toBe(0o640);
+    expect(statSync(stateDir).mode & 0o777).toBe(0o750);
     expect(readFileSync(keyFile, 'utf8')).toBe(key);
 
     const [pid] = agentPidsOf(spec.sandboxId);
@@ -86,16 +87,26 @@ describe('local provider: the key reaches the agent by file only', () => {
     const env = environOf(pid!);
     expect(cmdlineOf(pid!)).not.toContain(key);
     expect(env.join('\n')).not.toContain(key);
-    expect(env).toContain(`SANDBOX_SIGNING_KEY_FILE=${keyFile}`);
-    // Under bubblewrap the data dir (keys, other workspaces, the bundle) is hidden; network is off.
+    expect(env).toContain('AGENT_STATE_FD=3');
+    expect(env.join('\n')).not.toContain(stateDir);
+    // The agent lives in the sandbox's view: no path there leads to the data directory's contents.
+    expect(existsSync(`/proc/${pid!}/root${keyFile}`)).toBe(false);
+    expect(existsSync(`/proc/${pid!}/root/workspace`)).toBe(true);
     expect(env).toContain('AGENT_LAUNCHER=bubblewrap');
+    expect(env).toContain('AGENT_SHARED_VIEW=true');
     expect(env).toContain('AGENT_NETWORK=false');
-    expect(
-      env
-        .find((v) => v.startsWith('AGENT_HIDE_PATHS='))
-        ?.split('=')[1]
-        ?.split(':'),
-    ).toContain(kit.dataDir);
+    // The agent is the sandbox's own user (the broker's, when the broker is not root), and reads
+    // the key through that user's group.
+    const root = process.getuid?.() === 0;
+    const { hostUid } = JSON.parse(readFileSync(path.join(stateDir, 'sandbox.json'), 'utf8')) as {
+      hostUid?: number;
+    };
+    const user = root ? hostUid : process.getuid?.();
+    expect(statSync(keyFile).gid).toBe(root ? hostUid : process.getgid?.());
+    expect(/^Uid:\s+(\d+)\s+(\d+)/m.exec(readFileSync(`/proc/${pid!}/status`, 'utf8'))?.slice(1)).toEqual([
+      String(user),
+      String(user),
+    ]);
     // Nothing of the broker's own environment is passed on.
     expect(env.some((v) => v.startsWith('NODE_OPTIONS=') || v.startsWith('PATH='))).toBe(false);
 

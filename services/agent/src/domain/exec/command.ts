@@ -42,7 +42,7 @@ export async function launchSpecOf(
   injected: Readonly<Record<string, string>> = {},
 ): Promise<LaunchSpec> {
   const cwd = await resolveWorkingDirectory(workspace, request.cwd);
-  const env = childEnvironment(workspace.sandboxRoot, request.env, request.pure === true ? {} : injected);
+  const env = childEnvironment(workspace.workspace, request.env, request.pure === true ? {} : injected);
   return { ...programOf(request), cwd, env };
 }
 

@@ -7,7 +7,6 @@ import { describeSpecial } from './entry-info.js';
 import { checkWritePrecondition, isCreateOnly, type WritePrecondition } from './etag.js';
 import { errnoOf, fsError, withFsErrors } from './fs-errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { giveHandleTo, ownerOfDirectory } from './ownership.js';
 import { withDirectory, type DirHandle } from './dir-handle.js';
 import type { PathGuard, ResolvedPath } from './path-guard.js';
 
@@ -114,13 +113,9 @@ async function createTemp(tempPath: string, target: ResolvedPath): Promise<FileH
   const handle = await withFsErrors(display, () => open(tempPath, flags, 0o644));
   try {
     const existing = target.stats;
-    // A replaced file keeps its permissions and owner (an executable script stays executable).
+    // A replaced file keeps its permissions (an executable script stays executable). The
+    // agent is the sandbox's own user, so what it writes is that user's, like any process's.
     if (existing !== undefined) await handle.chmod(Number(existing.mode) & 0o7777);
-    const owner =
-      existing === undefined
-        ? await ownerOfDirectory(target.dir)
-        : { uid: Number(existing.uid), gid: Number(existing.gid) };
-    await giveHandleTo(handle, owner);
     return handle;
   } catch (err) {
     await handle.close();

@@ -5,7 +5,7 @@ import { withDirectory } from './dir-handle.js';
 import { describeSpecial, entryInfo, type EntryInfo } from './entry-info.js';
 import { withFsErrors } from './fs-errors.js';
 import type { ExistingPath, PathGuard } from './path-guard.js';
-import type { WorkspacePath } from './workspace-path.js';
+import type { SandboxPath } from './sandbox-path.js';
 
 export interface DirectoryListing {
   /** The canonical workspace path of the directory (`/` for the root). */
@@ -39,7 +39,7 @@ export async function listDirectory(guard: PathGuard, directory: ExistingPath): 
 }
 
 /** Lists the directory at `target` (following symlinks inside the workspace). */
-export async function listPath(guard: PathGuard, target: WorkspacePath): Promise<DirectoryListing> {
+export async function listPath(guard: PathGuard, target: SandboxPath): Promise<DirectoryListing> {
   const resolved = await guard.resolveExisting(target);
   if (resolved.stats.isDirectory()) return listDirectory(guard, resolved);
   if (resolved.stats.isFile()) throw new SbxError('CONFLICT', `${target.display} is a file, not a directory`);

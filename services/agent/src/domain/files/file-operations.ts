@@ -5,10 +5,9 @@ import { withDirectory } from './dir-handle.js';
 import { describeSpecial, entryInfo, isSpecial, type EntryInfo } from './entry-info.js';
 import { etagOf } from './etag.js';
 import { errnoOf, fsError, withFsErrors } from './fs-errors.js';
-import { inheritOwner } from './ownership.js';
 import type { ExistingPath, PathGuard } from './path-guard.js';
 import { removeTree } from './tree-removal.js';
-import type { WorkspacePath } from './workspace-path.js';
+import type { SandboxPath } from './sandbox-path.js';
 
 /** An entry as stat, mkdir and move report it: its canonical path, and an ETag for files. */
 export interface PathInfo extends EntryInfo {
@@ -16,7 +15,7 @@ export interface PathInfo extends EntryInfo {
   readonly etag?: string;
 }
 
-export function pathInfo(path: WorkspacePath, stats: BigIntStats): PathInfo {
+export function pathInfo(path: SandboxPath, stats: BigIntStats): PathInfo {
   const name = path.segments.at(-1) ?? '';
   return {
     path: path.display,
@@ -34,8 +33,8 @@ function refuseSpecial(entry: ExistingPath, action: string): void {
   }
 }
 
-/** `stat`, following symlinks inside the workspace; FIFOs and devices are described, never opened. */
-export async function statPath(guard: PathGuard, target: WorkspacePath): Promise<PathInfo> {
+/** `stat`, following symlinks; FIFOs and devices are described, never opened. */
+export async function statPath(guard: PathGuard, target: SandboxPath): Promise<PathInfo> {
   const resolved = await guard.resolveExisting(target);
   return pathInfo(target, resolved.stats);
 }
@@ -43,7 +42,7 @@ export async function statPath(guard: PathGuard, target: WorkspacePath): Promise
 /** `mkdir` (`mkdir -p` with `parents`: an existing directory is then no error). */
 export async function makeDirectory(
   guard: PathGuard,
-  target: WorkspacePath,
+  target: SandboxPath,
   parents: boolean,
 ): Promise<{ readonly created: boolean; readonly info: PathInfo }> {
   const resolved = await guard.resolveNewEntry(target, parents);
@@ -54,16 +53,13 @@ export async function makeDirectory(
   }
   return withDirectory(guard, resolved.dir, target.display, async (dir) => {
     const entry = dir.entry(resolved.name);
-    await withFsErrors(target.display, async () => {
-      await mkdir(entry);
-      await inheritOwner(entry, dir.self);
-    });
+    await withFsErrors(target.display, () => mkdir(entry));
     return { created: true, info: pathInfo(target, await lstat(entry, { bigint: true })) };
   });
 }
 
 /** Deletes a file, a symlink (never its target) or a directory (recursively only when asked). */
-export async function removePath(guard: PathGuard, target: WorkspacePath, recursive: boolean): Promise<void> {
+export async function removePath(guard: PathGuard, target: SandboxPath, recursive: boolean): Promise<void> {
   const entry = await guard.resolveEntry(target);
   refuseSpecial(entry, 'deleted through the files API');
   await withDirectory(guard, entry.dir, target.display, async (dir) => {
@@ -84,11 +80,11 @@ export async function removePath(guard: PathGuard, target: WorkspacePath, recurs
   });
 }
 
-/** Renames within the workspace; an existing destination is replaced only with `overwrite`. */
+/** Renames (within one filesystem); an existing destination is replaced only with `overwrite`. */
 export async function movePath(
   guard: PathGuard,
-  from: WorkspacePath,
-  to: WorkspacePath,
+  from: SandboxPath,
+  to: SandboxPath,
   overwrite: boolean,
 ): Promise<PathInfo> {
   if (from.display === to.display)

@@ -1,26 +1,25 @@
 import type { BigIntStats } from 'node:fs';
+import { statSync } from 'node:fs';
 import { lstat, mkdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SbxError, type ErrorCode } from '@sbx/protocol';
 import { errnoOf, fsError } from './fs-errors.js';
-import { inheritOwner } from './ownership.js';
 import {
-  belowRoot,
   displayOf,
-  isWorkspaceRoot,
+  isFilesystemRoot,
   namesOf,
   parseEncodedPath,
-  parseWorkspacePath,
-  type WorkspacePath,
-} from './workspace-path.js';
+  parseSandboxPath,
+  type SandboxPath,
+} from './sandbox-path.js';
 
 /** Linux's own limit on symbolic links followed while resolving one path. */
 const MAX_LINK_HOPS = 40;
 
-/** Where a workspace path lives on the host, after every symlink on the way was checked. */
+/** Where a sandbox path leads, after every symlink on the way was checked. */
 export interface ResolvedPath {
-  readonly path: WorkspacePath;
-  /** Inside the workspace; free of symlinks except the entry itself when it is one (entry mode). */
+  readonly path: SandboxPath;
+  /** Free of symlinks except the entry itself when it is one (entry mode); never a refused path. */
   readonly host: string;
   /** Symlink-free directory that holds `host`. */
   readonly dir: string;
@@ -44,6 +43,17 @@ interface WalkOptions {
 
 type LinkTarget = { readonly kind: 'inside'; readonly real: string } | { readonly kind: 'broken' };
 
+/** Kernel interfaces: the agent's own `/proc` is not the sandbox's (it lives in the host's pid namespace). */
+const KERNEL_PATHS = ['/proc'];
+
+function deviceOf(dir: string): bigint | undefined {
+  try {
+    return statSync(dir, { bigint: true }).dev;
+  } catch {
+    return undefined;
+  }
+}
+
 async function lstatOrUndefined(host: string, shown: string): Promise<BigIntStats | undefined> {
   try {
     return await lstat(host, { bigint: true });
@@ -54,43 +64,54 @@ async function lstatOrUndefined(host: string, shown: string): Promise<BigIntStat
 }
 
 /**
- * The one gate between a workspace path and the host file system, used by every file
- * operation. `root` is where the workspace is on the agent's side, `sandboxRoot` where
- * processes of the sandbox see it (`/workspace` under bubblewrap). Paths are walked one
- * component at a time from the (symlink-free) root: a symlink is followed only after its
- * target, read as a process of the sandbox would read it, is proven inside the workspace,
- * so links that leave it (final or intermediate, broken or looping) are refused before
- * anything is opened, created or removed. Openers re-check the opened descriptor.
+ * The one gate between a path of the sandbox and the filesystem, used by every file
+ * operation. The agent sees the sandbox's own filesystem as the sandbox's user
+ * (docs/architecture.md D21), so the kernel's permissions decide what may be read or
+ * written; the guard keeps what is the agent's own out of reach: `/proc` (the agent's
+ * own processes, memory and descriptors, not the sandbox's) and `privatePaths` (its
+ * code). Paths are walked one component at a time from `/`: a symlink is followed only
+ * after its target, read as a process of the sandbox would read it, is proven not to
+ * lead there (final or intermediate, broken or looping), and openers re-check the
+ * opened descriptor, so a swap in the middle cannot redirect an operation either.
  */
 export class PathGuard {
+  readonly root = '/';
+  readonly #refusedPaths: readonly string[];
+  readonly #kernelDevices: ReadonlySet<bigint>;
+
   constructor(
-    readonly root: string,
-    readonly sandboxRoot: string = root,
-  ) {}
+    /** Where relative paths start, and every process's HOME: absolute and symlink-free. */
+    readonly workspace: string,
+    privatePaths: readonly string[] = [],
+  ) {
+    this.#refusedPaths = [...KERNEL_PATHS, ...privatePaths.map((p) => path.resolve(p))];
+    this.#kernelDevices = new Set(
+      KERNEL_PATHS.map(deviceOf).filter((dev): dev is bigint => dev !== undefined),
+    );
+  }
 
   /** A path given as text: absolute in the sandbox's terms, or relative to the workspace. */
-  parse(text: string): WorkspacePath {
-    return parseWorkspacePath(text, this.sandboxRoot);
+  parse(text: string): SandboxPath {
+    return parseSandboxPath(text, this.workspace);
   }
 
   /** The still-encoded tail of a `/files/<tail>` URL, relative to the workspace. */
-  parseUrlTail(rawTail: string): WorkspacePath {
-    return parseEncodedPath(rawTail, this.sandboxRoot);
+  parseUrlTail(rawTail: string): SandboxPath {
+    return parseEncodedPath(rawTail, this.workspace);
   }
 
-  /** The sandbox's name for a host path inside the workspace. */
-  toSandbox(hostPath: string): string {
-    if (!this.contains(hostPath)) throw new SbxError('INTERNAL', 'a resolved path left the workspace');
-    return displayOf(this.sandboxRoot, namesOf(hostPath.slice(this.root.length)));
-  }
-
+  /** Whether the file API may reach `hostPath` (absolute, as the agent sees it). */
   contains(hostPath: string): boolean {
-    if (this.root === '/') return hostPath.startsWith('/');
-    return hostPath === this.root || hostPath.startsWith(`${this.root}/`);
+    return !this.#refusedPaths.some((p) => hostPath === p || hostPath.startsWith(`${p}/`));
+  }
+
+  /** Whether stats describe something on a kernel filesystem (`/proc` reached by any name). */
+  isKernelFile(stats: { readonly dev: bigint | number }): boolean {
+    return this.#kernelDevices.has(BigInt(stats.dev));
   }
 
   /** An existing file or directory to read, list or stat. */
-  async resolveExisting(target: WorkspacePath): Promise<ExistingPath> {
+  async resolveExisting(target: SandboxPath): Promise<ExistingPath> {
     const resolved = await this.#walk(target, {
       final: 'follow',
       createParents: false,
@@ -101,9 +122,9 @@ export class PathGuard {
   }
 
   /** The entry itself, a symlink not followed (though still checked): delete and the source of a move. */
-  async resolveEntry(target: WorkspacePath): Promise<ExistingPath> {
-    if (isWorkspaceRoot(target)) {
-      throw new SbxError('BAD_REQUEST', 'the workspace root itself cannot be moved or deleted');
+  async resolveEntry(target: SandboxPath): Promise<ExistingPath> {
+    if (isFilesystemRoot(target) || target.display === this.workspace) {
+      throw new SbxError('BAD_REQUEST', `${target.display} itself cannot be moved or deleted`);
     }
     const resolved = await this.#walk(target, {
       final: 'entry',
@@ -115,36 +136,38 @@ export class PathGuard {
   }
 
   /** Where a write lands (a final symlink inside the workspace is written through). */
-  async resolveWriteTarget(target: WorkspacePath, createParents: boolean): Promise<ResolvedPath> {
+  async resolveWriteTarget(target: SandboxPath, createParents: boolean): Promise<ResolvedPath> {
     return this.#walk(target, { final: 'follow', createParents, brokenFinal: 'CONFLICT' });
   }
 
   /** The destination of a move or a new directory: the entry itself; its parent must exist unless created. */
-  async resolveNewEntry(target: WorkspacePath, createParents = false): Promise<ResolvedPath> {
-    if (isWorkspaceRoot(target)) throw new SbxError('CONFLICT', 'the workspace root already exists');
+  async resolveNewEntry(target: SandboxPath, createParents = false): Promise<ResolvedPath> {
+    if (isFilesystemRoot(target)) throw new SbxError('CONFLICT', '/ already exists');
     return this.#walk(target, { final: 'entry', createParents, brokenFinal: 'CONFLICT' });
   }
 
-  async #walk(target: WorkspacePath, options: WalkOptions): Promise<ResolvedPath> {
+  async #walk(target: SandboxPath, options: WalkOptions): Promise<ResolvedPath> {
+    const resolved = await this.#walkFrom(target, options);
+    // Defence in depth: whatever name led there, nothing on a kernel filesystem is served.
+    if (resolved.stats !== undefined && this.isKernelFile(resolved.stats)) throw refused(target.display);
+    return resolved;
+  }
+
+  async #walkFrom(target: SandboxPath, options: WalkOptions): Promise<ResolvedPath> {
     let dir = this.root;
     const names = target.segments;
     if (names.length === 0) {
       const stats = await stat(this.root, { bigint: true });
-      return {
-        path: target,
-        host: this.root,
-        dir: path.dirname(this.root),
-        name: path.basename(this.root),
-        stats,
-      };
+      return { path: target, host: this.root, dir: this.root, name: '', stats };
     }
     for (const [index, name] of names.entries()) {
       const isLast = index === names.length - 1;
-      const shown = displayOf(this.sandboxRoot, names.slice(0, index + 1));
+      const shown = displayOf(names.slice(0, index + 1));
       const host = path.join(dir, name);
+      if (!this.contains(host)) throw refused(shown);
       let stats = await lstatOrUndefined(host, shown);
       if (stats === undefined && !isLast && options.createParents)
-        stats = await this.#makeParent(host, dir, shown);
+        stats = await this.#makeParent(host, shown);
       if (stats === undefined) {
         if (isLast) return { path: target, host, dir, name, stats: undefined };
         throw new SbxError('NOT_FOUND', `${shown} does not exist`);
@@ -182,10 +205,9 @@ export class PathGuard {
   }
 
   /**
-   * A symlink's target: inside the workspace, or broken; anything leaving it is refused.
-   * Resolved by hand, not by `realpath`: an absolute target is a sandbox path (a link to
-   * `/workspace/a` made inside the sandbox means the workspace's `a`, whatever the host has
-   * at `/workspace`), and a relative one climbs no higher than the workspace root.
+   * A symlink's target: a path the API may reach, or broken; a link into a refused path
+   * (`/proc`, the agent's own) is refused. Resolved by hand, not by `realpath`, so every
+   * hop of a chain of links is checked before anything is opened.
    */
   async #checkLink(host: string, shown: string): Promise<LinkTarget> {
     let dir = path.dirname(host);
@@ -194,26 +216,29 @@ export class PathGuard {
     for (let name = pending.shift(); name !== undefined; name = pending.shift()) {
       if (name === '' || name === '.') continue;
       if (name === '..') {
-        if (dir === this.root) throw outside(shown);
         dir = path.dirname(dir);
         continue;
       }
       const candidate = path.join(dir, name);
+      if (!this.contains(candidate)) throw refused(shown);
       const stats = await lstatOrUndefined(candidate, shown);
       if (stats === undefined) {
-        // Broken: judged by where it would point, so a dangling link out of the workspace is refused too.
-        if (!this.contains(path.resolve(candidate, ...pending))) throw outside(shown);
+        // Broken: judged by where it would point, so a dangling link into a refused path is refused too.
+        if (!this.contains(path.resolve(candidate, ...pending))) throw refused(shown);
         return { kind: 'broken' };
       }
       if (stats.isSymbolicLink()) {
         hops += 1;
         if (hops > MAX_LINK_HOPS) throw new SbxError('BAD_REQUEST', `${shown} is a symbolic link loop`);
-        const target = await readlink(candidate);
+        const target = await readlink(candidate).catch((err: unknown) => {
+          // EINVAL: no longer a symlink (a process swapped it since the lstat).
+          if (errnoOf(err) === 'EINVAL' || errnoOf(err) === 'ENOENT')
+            throw new SbxError('CONFLICT', `${shown} changed while it was being resolved; try again`);
+          throw fsError(err, shown);
+        });
         if (target.startsWith('/')) {
-          const below = belowRoot(this.sandboxRoot, namesOf(target));
-          if (below === undefined) throw outside(shown);
           dir = this.root;
-          pending.unshift(...below);
+          pending.unshift(...namesOf(target));
         } else {
           pending.unshift(...target.split('/'));
         }
@@ -226,10 +251,9 @@ export class PathGuard {
     return { kind: 'inside', real: dir };
   }
 
-  async #makeParent(host: string, dir: string, shown: string): Promise<BigIntStats | undefined> {
+  async #makeParent(host: string, shown: string): Promise<BigIntStats | undefined> {
     try {
       await mkdir(host);
-      await inheritOwner(host, dir);
     } catch (err) {
       if (errnoOf(err) !== 'EEXIST') throw fsError(err, shown);
     }
@@ -237,6 +261,10 @@ export class PathGuard {
   }
 }
 
-function outside(shown: string): SbxError {
-  return new SbxError('FORBIDDEN', `${shown} is a symbolic link that leads outside the workspace`);
+function refused(shown: string): SbxError {
+  return new SbxError(
+    'FORBIDDEN',
+    `${shown} leads into /proc or the agent's own files, which the file API does not serve ` +
+      `(the agent's /proc is not the sandbox's: read it with exec)`,
+  );
 }

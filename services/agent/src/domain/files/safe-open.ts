@@ -1,6 +1,6 @@
 import type { BigIntStats } from 'node:fs';
 import { constants } from 'node:fs';
-import { open, readlink, type FileHandle } from 'node:fs/promises';
+import { open, readlink, stat, type FileHandle } from 'node:fs/promises';
 import { SbxError } from '@sbx/protocol';
 import { describeSpecial } from './entry-info.js';
 import { fsError } from './fs-errors.js';
@@ -23,8 +23,16 @@ export async function confirmInside(guard: PathGuard, handle: FileHandle, displa
   } catch {
     return; // no /proc (not Linux): the guard's walk is the only check
   }
-  if (!guard.contains(opened)) {
-    throw new SbxError('FORBIDDEN', `${display} moved outside the workspace while it was being opened`);
+  const held = await handle.stat({ bigint: true });
+  // The name the kernel gives must lead to this very file in the agent's view: a file
+  // reached through another view (a descriptor's magic link) has no such name here.
+  const named = await stat(opened, { bigint: true }).catch(() => undefined);
+  const sameFile = named !== undefined && named.dev === held.dev && named.ino === held.ino;
+  if (!sameFile || !guard.contains(opened) || guard.isKernelFile(held)) {
+    throw new SbxError(
+      'FORBIDDEN',
+      `${display} was swapped for a path the file API does not serve while it was being opened`,
+    );
   }
 }
 

@@ -1,12 +1,12 @@
 import { SbxError } from '@sbx/protocol';
 
 /**
- * A path inside the workspace, checked for shape only (the guard resolves it on disk).
- * `display` is the canonical form every response uses: the absolute path processes of
- * the sandbox see, e.g. `/workspace/a/b`, `/workspace` for the root.
+ * A path of the sandbox's filesystem, checked for shape only (the guard resolves it on
+ * disk). `display` is the canonical absolute form every response uses, e.g.
+ * `/workspace/a/b`, `/tmp/x`, `/` for the root.
  */
-export interface WorkspacePath {
-  /** Names from the workspace root down; never empty strings, `.` or `..`. */
+export interface SandboxPath {
+  /** Names from `/` down; never empty strings, `.` or `..`. */
   readonly segments: readonly string[];
   readonly display: string;
 }
@@ -34,43 +34,22 @@ function hasControlCharacter(text: string): boolean {
   return false;
 }
 
-/** `root` joined with `segments`: `/workspace` + [a, b] → `/workspace/a/b`. */
-export function displayOf(root: string, segments: readonly string[]): string {
-  if (segments.length === 0) return root;
-  return root === '/' ? `/${segments.join('/')}` : `${root}/${segments.join('/')}`;
+/** The absolute path of `segments`: [a, b] → `/a/b`, [] → `/`. */
+export function displayOf(segments: readonly string[]): string {
+  return `/${segments.join('/')}`;
 }
 
-/** The names of an absolute sandbox path, without empty and `.` segments. */
+/** The names of an absolute path, without empty and `.` segments. */
 export function namesOf(absolute: string): string[] {
   return absolute.split('/').filter((segment) => segment !== '' && segment !== '.');
 }
 
 /**
- * `segments` minus the leading names of `root`, or undefined when they do not start with
- * them: how an absolute sandbox path becomes a workspace path.
- */
-export function belowRoot(root: string, segments: readonly string[]): string[] | undefined {
-  const rootNames = namesOf(root);
-  if (segments.length < rootNames.length) return undefined;
-  if (rootNames.some((name, index) => segments[index] !== name)) return undefined;
-  return segments.slice(rootNames.length);
-}
-
-function outsideWorkspace(shown: string, root: string): SbxError {
-  return new SbxError(
-    'FORBIDDEN',
-    `${shown} is outside the workspace ${root}; the file API serves the workspace only ` +
-      `(an absolute path inside it, or a path relative to it)`,
-    { details: { workspace: root } },
-  );
-}
-
-/**
  * Parses a path given as text (query parameter, JSON body, watch frame) the way every
- * process of the sandbox reads it: an absolute path is a sandbox path and must lie in
- * the workspace `root` (never remapped); a relative one is relative to the workspace.
+ * process of the sandbox reads it: an absolute path is the sandbox's own (`/tmp/x`,
+ * `/etc/os-release`, `/workspace/a`); a relative one is relative to the `workspace`.
  */
-export function parseWorkspacePath(text: string, root: string): WorkspacePath {
+export function parseSandboxPath(text: string, workspace: string): SandboxPath {
   if (Buffer.byteLength(text) > MAX_PATH_BYTES) throw badPath(`path is longer than ${MAX_PATH_BYTES} bytes`);
   if (hasControlCharacter(text)) throw badPath('path must not contain NUL or control characters');
   if (text.includes('\\')) throw badPath('path must not contain backslashes; "/" is the only separator');
@@ -84,10 +63,8 @@ export function parseWorkspacePath(text: string, root: string): WorkspacePath {
   if (names.some((segment) => Buffer.byteLength(segment) > MAX_NAME_BYTES)) {
     throw badPath(`a path segment is longer than ${MAX_NAME_BYTES} bytes`);
   }
-  if (!text.startsWith('/')) return { segments: names, display: displayOf(root, names) };
-  const segments = belowRoot(root, names);
-  if (segments === undefined) throw outsideWorkspace(displayOf('/', names), root);
-  return { segments, display: displayOf(root, segments) };
+  const segments = text.startsWith('/') ? names : [...namesOf(workspace), ...names];
+  return { segments, display: displayOf(segments) };
 }
 
 /**
@@ -96,7 +73,7 @@ export function parseWorkspacePath(text: string, root: string): WorkspacePath {
  * percent-decoded exactly once, and a segment that decodes to contain `/` (`%2F`) is
  * refused rather than allowed to create a separator the router never saw.
  */
-export function parseEncodedPath(rawTail: string, root: string): WorkspacePath {
+export function parseEncodedPath(rawTail: string, workspace: string): SandboxPath {
   const decoded = rawTail.split('/').map((segment) => {
     let name: string;
     try {
@@ -107,14 +84,13 @@ export function parseEncodedPath(rawTail: string, root: string): WorkspacePath {
     if (name.includes('/')) throw badPath('path must not contain an encoded "/" (%2F)');
     return name;
   });
-  return parseWorkspacePath(decoded.filter((name) => name !== '').join('/'), root);
+  return parseSandboxPath(decoded.filter((name) => name !== '').join('/'), workspace);
 }
 
-export function childPath(parent: WorkspacePath, name: string): WorkspacePath {
-  const segments = [...parent.segments, name];
-  return { segments, display: parent.display === '/' ? `/${name}` : `${parent.display}/${name}` };
+export function childPath(parent: SandboxPath, name: string): SandboxPath {
+  return { segments: [...parent.segments, name], display: displayOf([...parent.segments, name]) };
 }
 
-export function isWorkspaceRoot(path: WorkspacePath): boolean {
+export function isFilesystemRoot(path: SandboxPath): boolean {
   return path.segments.length === 0;
 }

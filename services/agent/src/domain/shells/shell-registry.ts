@@ -84,7 +84,7 @@ export class ShellRegistry {
     const program = wrapForDrain(this.limits.program, nonce);
     const env = shellEnvironment(
       {
-        home: this.deps.workspace.sandboxRoot,
+        home: this.deps.workspace.workspace,
         path: this.limits.path,
         lang: this.limits.lang,
         shell: this.limits.program.file,

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { SbxError } from '@sbx/protocol';
 import { requireScope, verifyFileUrl, type FileUrlOperation } from '@sbx/tokens';
-import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { SandboxPath } from '../../domain/files/sandbox-path.js';
 import { capabilityOf } from '../capability.js';
 import type { FilesDeps } from './files-deps.js';
 
@@ -23,8 +23,8 @@ export function authorizeFileAccess(
   req: Request,
   res: Response,
   operation: FileUrlOperation,
-  pathOf: (req: Request) => WorkspacePath,
-): WorkspacePath {
+  pathOf: (req: Request) => SandboxPath,
+): SandboxPath {
   if (!isSignedRequest(req)) {
     requireScope(capabilityOf(res), SCOPE_OF_OPERATION[operation]);
     return pathOf(req);
@@ -47,7 +47,7 @@ export function authorizeFileAccess(
  * The path of a signed request, or 401: no signature can be valid for a path the agent
  * refuses, and the refusal would tell an unauthenticated caller where the workspace is.
  */
-function signedPathOf(req: Request, pathOf: (req: Request) => WorkspacePath): WorkspacePath {
+function signedPathOf(req: Request, pathOf: (req: Request) => SandboxPath): SandboxPath {
   try {
     return pathOf(req);
   } catch (err) {

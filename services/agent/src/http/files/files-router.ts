@@ -2,7 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { parseOrThrow, MkdirRequest, MoveRequest } from '@sbx/protocol';
 import { listPath } from '../../domain/files/directory-listing.js';
 import { makeDirectory, movePath, removePath, statPath } from '../../domain/files/file-operations.js';
-import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { SandboxPath } from '../../domain/files/sandbox-path.js';
 import { requireCapability } from '../capability.js';
 import { authorizeFileAccess, refuseSignedUrl } from './file-access.js';
 import type { FilesDeps } from './files-deps.js';
@@ -24,8 +24,8 @@ const writeScope = [refuseSignedUrl, requireCapability('fs:rw')];
 export function filesRouter(deps: FilesDeps): Router {
   const router = Router();
   const { guard } = deps;
-  const fromUrl = (req: Request): WorkspacePath => pathFromFilesUrl(guard, req);
-  const fromQuery = (req: Request): WorkspacePath => pathFromQuery(guard, req);
+  const fromUrl = (req: Request): SandboxPath => pathFromFilesUrl(guard, req);
+  const fromQuery = (req: Request): SandboxPath => pathFromQuery(guard, req);
   router.get(FILE_ROUTES, async (req: Request, res: Response) => {
     await serveFile(deps, req, res, authorizeFileAccess(deps, req, res, 'GET', fromUrl));
   });

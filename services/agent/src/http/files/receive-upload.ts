@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { SbxError } from '@sbx/protocol';
 import { parseEtagCondition, etagOf, type WritePrecondition } from '../../domain/files/etag.js';
 import { pathInfo } from '../../domain/files/file-operations.js';
-import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { SandboxPath } from '../../domain/files/sandbox-path.js';
 import type { FilesDeps } from './files-deps.js';
 
 function declaredLength(req: Request): number | undefined {
@@ -45,7 +45,7 @@ export async function receiveUpload(
   deps: FilesDeps,
   req: Request,
   res: Response,
-  target: WorkspacePath,
+  target: SandboxPath,
 ): Promise<void> {
   const limit = deps.settings.maxUploadBytes;
   try {

@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { SbxError } from '@sbx/protocol';
 import type { PathGuard } from '../../domain/files/path-guard.js';
-import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { SandboxPath } from '../../domain/files/sandbox-path.js';
 
 const FILES_PREFIX_LENGTH = '/files'.length;
 
@@ -11,12 +11,12 @@ const FILES_PREFIX_LENGTH = '/files'.length;
  * exactly once here and an encoded separator cannot hide inside one. `/files` and
  * `/files/` are the workspace root.
  */
-export function pathFromFilesUrl(guard: PathGuard, req: Request): WorkspacePath {
+export function pathFromFilesUrl(guard: PathGuard, req: Request): SandboxPath {
   return guard.parseUrlTail(req.path.slice(FILES_PREFIX_LENGTH));
 }
 
 /** A required query parameter holding a sandbox path (already decoded once by the query parser). */
-export function pathFromQuery(guard: PathGuard, req: Request, name = 'path'): WorkspacePath {
+export function pathFromQuery(guard: PathGuard, req: Request, name = 'path'): SandboxPath {
   const value = req.query[name];
   if (typeof value !== 'string' || value === '') {
     throw new SbxError('BAD_REQUEST', `query parameter "${name}" is required, once`);

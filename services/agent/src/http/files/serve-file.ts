@@ -7,7 +7,7 @@ import { listDirectory } from '../../domain/files/directory-listing.js';
 import { describeSpecial } from '../../domain/files/entry-info.js';
 import { etagOf, parseEtagCondition, weakMatch } from '../../domain/files/etag.js';
 import { openRegularFile, type OpenedFile } from '../../domain/files/safe-open.js';
-import type { WorkspacePath } from '../../domain/files/workspace-path.js';
+import type { SandboxPath } from '../../domain/files/sandbox-path.js';
 import type { UsageCounter } from '../../domain/metrics/usage-counters.js';
 import { contentTypeOf } from './content-type.js';
 import type { FilesDeps } from './files-deps.js';
@@ -38,7 +38,7 @@ async function sendFile(
   req: Request,
   res: Response,
   file: OpenedFile,
-  target: WorkspacePath,
+  target: SandboxPath,
 ): Promise<void> {
   const size = Number(file.stats.size);
   const etag = etagOf(file.stats);
@@ -94,7 +94,7 @@ export async function serveFile(
   deps: FilesDeps,
   req: Request,
   res: Response,
-  target: WorkspacePath,
+  target: SandboxPath,
 ): Promise<void> {
   const resolved = await deps.guard.resolveExisting(target);
   if (resolved.stats.isDirectory()) {
