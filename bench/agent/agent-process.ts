@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { chownSync, realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -62,6 +62,8 @@ async function agentCommand(): Promise<readonly string[]> {
   return bundle.hostCommand.args;
 }
 
+const BENCH_AGENT_UID = 65_534;
+
 /**
  * Starts the agent as its own process. LOG_LEVEL stays at `info`, the production default, so
  * the per-request log line is part of what is measured (written to a pipe this process drains).
@@ -71,7 +73,11 @@ export async function startAgentProcess(env: Readonly<Record<string, string>> = 
   const key = SigningKey.generate();
   // e.g. BENCH_AGENT_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the agent.
   const nodeArgs = (process.env['BENCH_AGENT_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+  // The agent refuses root: a root bench runs it as an unprivileged user owning its workspace.
+  const user = process.getuid?.() === 0 ? { uid: BENCH_AGENT_UID, gid: BENCH_AGENT_UID } : {};
+  if (user.uid !== undefined) chownSync(workspace, user.uid, user.gid);
   const child = spawnTracked(process.execPath, [...nodeArgs, ...(await agentCommand())], {
+    ...user,
     cwd: REPO_ROOT,
     env: {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',

@@ -13,7 +13,6 @@ const MIN_KEY_BYTES = 32;
 const bytes = (fallback: number) =>
   z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).default(fallback);
 const count = (fallback: number) => z.coerce.number().int().min(1).max(10_000).default(fallback);
-const unixId = z.coerce.number().int().min(1).max(2_147_483_647).optional();
 
 export const AgentEnv = z.object({
   SANDBOX_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,200}$/, 'must be a sandbox id (letters, digits, _ . : -)'),
@@ -48,8 +47,6 @@ export const AgentEnv = z.object({
   AGENT_NETWORK: envBoolean(true),
   AGENT_HIDE_PATHS: z.string().optional(),
   AGENT_SLIRP4NETNS_PATH: z.string().default('/usr/bin/slirp4netns'),
-  AGENT_RUN_AS_UID: unixId,
-  AGENT_RUN_AS_GID: unixId,
   AGENT_FILES_MAX_UPLOAD_BYTES: bytes(1024 ** 3),
   AGENT_MAX_PROCESSES: count(32),
   AGENT_EXEC_MAX_STDOUT_BYTES: bytes(256 * 1024),
@@ -73,10 +70,6 @@ export const agentEnvRules: readonly EnvRule[] = [
   (env) =>
     env['AGENT_TOKEN_FORMAT'] === 'opaque' && env['AGENT_INTROSPECTION_URL'] === undefined
       ? 'AGENT_INTROSPECTION_URL: required with AGENT_TOKEN_FORMAT=opaque'
-      : undefined,
-  (env) =>
-    (env['AGENT_RUN_AS_UID'] === undefined) !== (env['AGENT_RUN_AS_GID'] === undefined)
-      ? 'AGENT_RUN_AS_GID: AGENT_RUN_AS_UID and AGENT_RUN_AS_GID go together'
       : undefined,
 ];
 

@@ -2,11 +2,6 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { AgentEnv, agentEnvRules, parseEnv, type Environment } from '@sbx/service-kit';
 
-export interface RunAs {
-  readonly uid: number;
-  readonly gid: number;
-}
-
 export interface AgentConfig {
   readonly sandboxId: string;
   readonly signingKey:
@@ -34,7 +29,7 @@ export interface AgentConfig {
   /** AGENT_METRICS_TOKEN: the operator's bearer for /metrics (absent: capability tokens only). */
   readonly metricsToken?: string | undefined;
   readonly launcher:
-    | { readonly kind: 'direct'; readonly runAs?: RunAs }
+    | { readonly kind: 'direct' }
     | {
         readonly kind: 'bubblewrap';
         readonly bwrapPath: string;
@@ -43,7 +38,6 @@ export interface AgentConfig {
         readonly hidePaths: readonly string[];
         /** The agent runs in the sandbox's own view: user processes share its /tmp, /run, terminals. */
         readonly sharedView: boolean;
-        readonly runAs?: RunAs;
       };
   readonly files: { readonly maxUploadBytes: number };
   readonly exec: {
@@ -69,9 +63,6 @@ const pathList = (value: string | undefined): string[] =>
     .map((p) => path.resolve(p));
 
 function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
-  const uid = parsed.AGENT_RUN_AS_UID;
-  const gid = parsed.AGENT_RUN_AS_GID;
-  const runAs = uid !== undefined && gid !== undefined ? { runAs: { uid, gid } } : {};
   if (parsed.AGENT_LAUNCHER === 'bubblewrap') {
     return {
       kind: 'bubblewrap',
@@ -80,10 +71,9 @@ function launcherOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['launcher'] {
       network: parsed.AGENT_NETWORK,
       hidePaths: pathList(parsed.AGENT_HIDE_PATHS),
       sharedView: parsed.AGENT_SHARED_VIEW,
-      ...runAs,
     };
   }
-  return { kind: 'direct', ...runAs };
+  return { kind: 'direct' };
 }
 
 function signingKeyOf(parsed: z.infer<typeof AgentEnv>): AgentConfig['signingKey'] {

@@ -1,4 +1,4 @@
-import { sandboxEnvironmentFile } from './adapters/sandbox-env-file.js';
+import { sandboxEnvironmentFile, type SandboxEnvironment } from './adapters/sandbox-env-file.js';
 import { realpathSync, mkdirSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +13,12 @@ import {
 import { loadAgentConfig, type AgentConfig } from './config.js';
 import { fileKeySource, staticKeySource, type KeySource } from './adapters/key-source.js';
 import { runIsolationProbe } from './isolation-probe.js';
+import {
+  currentIdentity,
+  ownFileReader,
+  type AgentIdentity,
+  type OwnFileReader,
+} from './adapters/agent-identity.js';
 import { reopenStateDirectory, STATE_FILES } from './adapters/state-directory.js';
 import { emptyRevocationList, fileRevocationList, type RevocationList } from './adapters/revocation-list.js';
 import { bubblewrapLauncher, directLauncher, type Launcher } from './adapters/launcher.js';
@@ -37,16 +43,17 @@ function keyFileOf(config: AgentConfig, stateDir: string | undefined): string | 
   return stateDir === undefined ? undefined : path.join(stateDir, STATE_FILES.key);
 }
 
-function keySourceFor(config: AgentConfig, keyFile: string | undefined): KeySource {
+function keySourceFor(config: AgentConfig, keyFile: string | undefined, read: OwnFileReader): KeySource {
   if (config.signingKey.kind === 'inline' || keyFile === undefined)
     return staticKeySource(config.signingKey.kind === 'inline' ? config.signingKey.base64url : '');
-  return fileKeySource({ path: keyFile, graceMs: config.keyRotationGraceSeconds * 1000, now });
+  return fileKeySource({ path: keyFile, graceMs: config.keyRotationGraceSeconds * 1000, now, read });
 }
 
 /** The provider writes `revocations.json` next to the key file (docs/security.md#revocation). */
-function revocationsFor(keyFile: string | undefined, logger: Logger): RevocationList {
+function revocationsFor(keyFile: string | undefined, logger: Logger, read: OwnFileReader): RevocationList {
   if (keyFile === undefined) return emptyRevocationList();
   return fileRevocationList({
+    read,
     path: path.join(path.dirname(keyFile), STATE_FILES.revocations),
     onError: (err) => logger.warn({ err }, 'revocation list not applied; the last good one stays'),
   });
@@ -70,10 +77,14 @@ interface LaunchSetup {
 }
 
 /** Under bubblewrap, the sandbox's namespaces exist before the first request can use them. */
-async function launchSetup(config: AgentConfig, workspaceRoot: string): Promise<LaunchSetup> {
+async function launchSetup(
+  config: AgentConfig,
+  workspaceRoot: string,
+  identity: AgentIdentity,
+): Promise<LaunchSetup> {
   const launcher = config.launcher;
   if (launcher.kind === 'direct')
-    return { launcher: directLauncher(launcher.runAs === undefined ? {} : { runAs: launcher.runAs }) };
+    return { launcher: directLauncher(identity.own === undefined ? {} : { user: identity.user }) };
   const namespace = await SandboxNamespace.start({
     bwrapPath: launcher.bwrapPath,
     slirp4netnsPath: launcher.slirp4netnsPath,
@@ -103,11 +114,16 @@ function exitWhenNamespaceEnds(namespace: SandboxNamespace, logger: Logger, stop
   });
 }
 
-function sandboxEnvOf(config: AgentConfig, stateDir: string | undefined, logger: Logger) {
+function sandboxEnvOf(
+  config: AgentConfig,
+  stateDir: string | undefined,
+  logger: Logger,
+  read: OwnFileReader,
+): SandboxEnvironment | undefined {
   const file =
     config.sandboxEnvFile ??
     (stateDir === undefined ? undefined : path.join(stateDir, STATE_FILES.environment));
-  return file === undefined ? undefined : sandboxEnvironmentFile(file, logger);
+  return file === undefined ? undefined : sandboxEnvironmentFile(file, logger, read);
 }
 
 function buildFeatures(ctx: AgentContext, config: AgentConfig): AgentFeature[] {
@@ -147,10 +163,12 @@ async function main(): Promise<void> {
   await stat('/');
   const logger = createLogger({ service: 'agent', level: config.logLevel });
   mkdirSync(config.workspaceRoot, { recursive: true });
+  const identity = currentIdentity();
+  const readOwn = ownFileReader(identity);
   const keyFile = keyFileOf(config, stateDir);
-  const keys = keySourceFor(config, keyFile);
+  const keys = keySourceFor(config, keyFile, readOwn);
   const workspaceRoot = realpathSync(config.workspaceRoot);
-  const setup = await launchSetup(config, workspaceRoot);
+  const setup = await launchSetup(config, workspaceRoot, identity);
   const metrics = createPromAgentMetrics(); // its own Registry, never prom-client's default
   const offline = createAuthenticator({
     keys,
@@ -158,7 +176,7 @@ async function main(): Promise<void> {
     issuer: config.tokenIssuer,
     maxTtlSeconds: MAX_TOKEN_TTL_SECONDS,
     now,
-    revocations: revocationsFor(keyFile, logger),
+    revocations: revocationsFor(keyFile, logger, readOwn),
     metrics,
   });
   const ctx: AgentContext = {
@@ -184,7 +202,7 @@ async function main(): Promise<void> {
           }),
     metrics,
     metricsToken: config.metricsToken,
-    sandboxEnv: sandboxEnvOf(config, stateDir, logger),
+    sandboxEnv: sandboxEnvOf(config, stateDir, logger, readOwn),
   };
   const agent = await startAgentServer(ctx, buildFeatures(ctx, config), config);
   logger.info(

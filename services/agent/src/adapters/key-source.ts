@@ -31,6 +31,8 @@ export interface KeyFileOptions {
   readonly checkIntervalMs?: number;
   readonly onRotate?: (event: { readonly version: number }) => void;
   readonly onError?: (err: unknown) => void;
+  /** How the file is read (a split agent reads its own files as itself: agent-identity.ts). */
+  readonly read?: (file: string) => string;
 }
 
 /**
@@ -41,8 +43,9 @@ export interface KeyFileOptions {
  */
 export function fileKeySource(options: KeyFileOptions): KeySource {
   const interval = options.checkIntervalMs ?? 1000;
+  const read = options.read ?? ((file: string) => readFileSync(file, 'utf8'));
   let mtimeMs = statSync(options.path).mtimeMs;
-  let current = SigningKey.fromBase64url(readFileSync(options.path, 'utf8'));
+  let current = SigningKey.fromBase64url(read(options.path));
   let previous: { key: SigningKey; until: number } | undefined;
   let checkedAt = options.now();
   let set: KeySet = { keys: [current], version: 1 };
@@ -54,7 +57,7 @@ export function fileKeySource(options: KeyFileOptions): KeySource {
   function reloadIfChanged(now: number): void {
     const stat = statSync(options.path, { throwIfNoEntry: false });
     if (stat === undefined || stat.mtimeMs === mtimeMs) return;
-    const next = SigningKey.fromBase64url(readFileSync(options.path, 'utf8'));
+    const next = SigningKey.fromBase64url(read(options.path));
     mtimeMs = stat.mtimeMs;
     if (next.keyObject.equals(current.keyObject)) return;
     previous = { key: current, until: now + options.graceMs };

@@ -24,15 +24,38 @@ export interface Launcher {
 }
 
 export interface DirectLauncherOptions {
-  /** When the agent runs as root, user processes run as this unprivileged identity. */
-  readonly runAs?: { readonly uid: number; readonly gid: number };
+  /**
+   * A split agent (agent-identity.ts): user processes take the user's ids as their real
+   * ones too, through setpriv (setreuid to one's effective id needs no privilege), so
+   * nothing of the agent's own identity reaches them.
+   */
+  readonly user?: { readonly uid: number; readonly gid: number };
 }
 
-/** Inside a container: run as is, dropping to an unprivileged uid/gid when configured. */
+const SETPRIV = '/usr/bin/setpriv';
+
+/** Inside a container: run as is (as the user, when the agent's identity is split). */
 export function directLauncher(options: DirectLauncherOptions = {}): Launcher {
+  const user = options.user;
   return {
     kind: 'direct',
-    plan: (spec) => (options.runAs === undefined ? spec : { ...spec, ...options.runAs }),
+    plan: (spec) =>
+      user === undefined
+        ? spec
+        : {
+            ...spec,
+            file: SETPRIV,
+            args: [
+              '--reuid',
+              String(user.uid),
+              '--regid',
+              String(user.gid),
+              '--keep-groups',
+              '--',
+              spec.file,
+              ...spec.args,
+            ],
+          },
   };
 }
 

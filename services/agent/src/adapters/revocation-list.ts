@@ -1,4 +1,6 @@
 import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
+
+const readUtf8 = (file: string): string => readFileSync(file, 'utf8');
 import path from 'node:path';
 
 /**
@@ -36,6 +38,8 @@ export interface RevocationFileOptions {
   /** The fallback poll when fs.watch misses an event (network file systems, some mounts). */
   readonly pollMs?: number;
   readonly onError?: (err: unknown) => void;
+  /** How the file is read (a split agent reads its own files as itself: agent-identity.ts). */
+  readonly read?: (file: string) => string;
 }
 
 interface Parsed {
@@ -84,7 +88,7 @@ export function fileRevocationList(options: RevocationFileOptions): RevocationLi
     // deletes before it writes), never withdrawn. Its last entries hold until the new one lands.
     if (stat === undefined && signature !== '' && signature !== 'missing') return;
     try {
-      list = stat === undefined ? EMPTY : parseRevocationList(readFileSync(options.path, 'utf8'));
+      list = stat === undefined ? EMPTY : parseRevocationList((options.read ?? readUtf8)(options.path));
       signature = next;
     } catch (err) {
       // Half-written or bad: the last good list stays; the next change is read again.

@@ -14,7 +14,11 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const RESERVED = new Set(['HOME']);
 const NONE: Readonly<Record<string, string>> = Object.freeze({});
 
-export function sandboxEnvironmentFile(file: string, logger: Logger): SandboxEnvironment {
+export function sandboxEnvironmentFile(
+  file: string,
+  logger: Logger,
+  read: (file: string) => string = (name) => readFileSync(name, 'utf8'),
+): SandboxEnvironment {
   let variables = NONE;
   let seen = '';
   return () => {
@@ -28,7 +32,7 @@ export function sandboxEnvironmentFile(file: string, logger: Logger): SandboxEnv
     if (stamp === seen) return variables;
     seen = stamp;
     try {
-      variables = parseVariables(JSON.parse(readFileSync(file, 'utf8')), logger);
+      variables = parseVariables(JSON.parse(read(file)), logger);
     } catch (err) {
       logger.warn({ err, file }, 'the sandbox environment file is not a JSON object; keeping the last one');
     }

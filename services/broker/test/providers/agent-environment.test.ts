@@ -43,7 +43,6 @@ describe('the environment the local provider gives an agent', () => {
     expect(parsed.SANDBOX_SIGNING_KEY).toBeUndefined();
     expect(parsed.SANDBOX_SIGNING_KEY_FILE).toBeUndefined();
     // The agent already is the sandbox's user in the sandbox's view: nothing to switch to or hide.
-    expect(parsed.AGENT_RUN_AS_UID).toBeUndefined();
     expect(parsed.AGENT_HIDE_PATHS).toBeUndefined();
   });
 
