@@ -13,8 +13,8 @@ import type { WsRoute } from './http/ws/ws-session.js';
 export interface AgentContext {
   readonly sandboxId: string;
   /**
-   * The workspace: where it is on the agent's side (`root`, absolute and symlink-free)
-   * and where processes of the sandbox see it (`sandboxRoot`); the gate of every path.
+   * The gate of every path: the sandbox's filesystem as its user sees it, the workspace
+   * (`workspace.workspace`, also HOME) where relative paths start.
    */
   readonly workspace: PathGuard;
   readonly logger: Logger;

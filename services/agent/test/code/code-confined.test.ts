@@ -26,14 +26,17 @@ describe('POST /v1/code inside bubblewrap', () => {
       language: 'python',
       code: 'import os\nprint(os.getcwd(), os.environ["HOME"], os.environ.get("SBX_CODE_CONFINED_CANARY"))',
     });
-    expect(python).toMatchObject({ exit_status: 'ok', stdout: '/workspace /workspace None\n' });
+    // The workspace is bound at its own path in a sandbox started alone (the local provider's is /workspace).
+    const workspace = agent.sandboxWorkspace;
+    expect(workspace).toBe(agent.workspace);
+    expect(python).toMatchObject({ exit_status: 'ok', stdout: `${workspace} ${workspace} None\n` });
     const javascript = await runCode(agent, { language: 'javascript', code: 'console.log(process.cwd())' });
-    expect(javascript).toMatchObject({ exit_status: 'ok', stdout: '/workspace\n' });
+    expect(javascript).toMatchObject({ exit_status: 'ok', stdout: `${workspace}\n` });
     const bash = await runCode(agent, {
       language: 'bash',
       code: 'cat; echo "$PWD ${SBX_CODE_CONFINED_CANARY:-absent}"',
     });
-    expect(bash).toMatchObject({ exit_status: 'ok', stdout: '/workspace absent\n' });
+    expect(bash).toMatchObject({ exit_status: 'ok', stdout: `${workspace} absent\n` });
   });
 
   it('answers oom under the memory limit and keeps serving', async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -25,7 +25,7 @@ describe('POST /v1/exec', () => {
     process.env[CANARY] = 'leaked';
     agent = await startTestAgent({ features: (ctx) => [execFeature(ctx, { killGraceMs: 300 })] });
     token = agent.token(['process']);
-    outside = mkdtempSync(path.join(tmpdir(), 'sbx-exec-outside-'));
+    outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-exec-outside-')));
   });
   afterAll(async () => {
     delete process.env[CANARY];
@@ -61,18 +61,47 @@ describe('POST /v1/exec', () => {
     expect(result.stderr).toContain('no-such-program-sbx: command not found');
   });
 
-  it('starts in a workspace-relative cwd and refuses any way out of the workspace', async () => {
+  it('starts in a cwd relative to the workspace or absolute, anywhere but /proc', async () => {
     mkdirSync(path.join(agent.workspace, 'sub/inner'), { recursive: true });
+    writeFileSync(path.join(agent.workspace, 'sub/file.txt'), 'x');
     symlinkSync(outside, path.join(agent.workspace, 'escape'));
     symlinkSync(path.join(agent.workspace, 'sub'), path.join(agent.workspace, 'alias'));
-    expect((await ok({ argv: ['pwd'], cwd: 'sub/inner' })).stdout).toBe(`${agent.workspace}/sub/inner\n`);
-    expect((await ok({ argv: ['pwd'], cwd: 'alias' })).stdout).toBe(`${agent.workspace}/sub\n`);
-    expect((await ok({ argv: ['pwd'] })).stdout).toBe(`${agent.workspace}\n`);
-    for (const cwd of ['..', 'sub/../..', 'escape', 'escape/', '/etc']) {
-      const response = await exec({ argv: ['pwd'], cwd });
-      expect([cwd, response.status]).toEqual([cwd, 403]);
+    symlinkSync('/proc/self', path.join(agent.workspace, 'proc-link'));
+    const parent = path.dirname(agent.workspace);
+    for (const [cwd, expected] of [
+      [undefined, agent.workspace],
+      ['sub/inner', `${agent.workspace}/sub/inner`],
+      ['alias', `${agent.workspace}/sub`],
+      // ".." is resolved from the workspace, as a shell's `cd ..` would.
+      ['..', parent],
+      ['sub/../..', parent],
+      ['escape', outside],
+      ['escape/', outside],
+      [outside, outside],
+      ['/', '/'],
+    ] as const) {
+      const response = await exec({ argv: ['pwd'], ...(cwd === undefined ? {} : { cwd }) });
+      expect({ cwd, status: response.status, stdout: response.body['stdout'] }).toEqual({
+        cwd,
+        status: 200,
+        stdout: `${expected}\n`,
+      });
     }
-    expect((await exec({ argv: ['pwd'], cwd: 'missing' })).status).toBe(404);
+    for (const [cwd, status, code] of [
+      ['/proc', 403, 'FORBIDDEN'],
+      ['/proc/self/fd', 403, 'FORBIDDEN'],
+      ['proc-link', 403, 'FORBIDDEN'],
+      ['missing', 404, 'NOT_FOUND'],
+      [`${outside}/missing`, 404, 'NOT_FOUND'],
+      ['sub/file.txt', 400, 'BAD_REQUEST'],
+    ] as const) {
+      const response = await exec({ argv: ['pwd'], cwd });
+      expect({ cwd, status: response.status, error: response.body['error'] }).toEqual({
+        cwd,
+        status,
+        error: expect.objectContaining({ code }),
+      });
+    }
   });
 
   it('gives the child only its own environment: the request env and a minimal base, nothing of the agent', async () => {

@@ -131,10 +131,11 @@ describe('WS /v1/exec/ws', () => {
     expect((await socket.closed).code).toBe(1000);
   });
 
-  it('lets the client start again after a refused start (a cwd outside the workspace)', async () => {
+  it('lets the client start again after a refused start (a cwd in /proc)', async () => {
     const socket = await open();
-    socket.send({ type: 'start', argv: ['pwd'], cwd: '../..' });
+    socket.send({ type: 'start', argv: ['pwd'], cwd: '/proc/self' });
     expect(await socket.next(ofType('error'))).toMatchObject({ error: { code: 'FORBIDDEN' } });
+    expect(socket.frames.filter(ofType('ready'))).toHaveLength(0);
     socket.send({ type: 'start', argv: ['pwd'] });
     expect(await socket.next(ofType('exit'))).toEqual({ type: 'exit', code: 0 });
     expect(streamBytes(socket, 'stdout').toString()).toBe(`${agent.workspace}\n`);

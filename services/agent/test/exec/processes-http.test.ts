@@ -194,7 +194,8 @@ describe('background processes', () => {
     ['an unknown stream', 'GET', '/v1/processes/{id}/output?stream=stdin', undefined, 400],
     ['stdin with bad base64', 'POST', '/v1/processes/{id}/stdin', { data: '@@', encoding: 'base64' }, 400],
     ['a start without a program', 'POST', '/v1/processes', { tag: 'x' }, 400],
-    ['a cwd outside the workspace', 'POST', '/v1/processes', { argv: ['true'], cwd: '../' }, 403],
+    ['a cwd in /proc', 'POST', '/v1/processes', { argv: ['true'], cwd: '/proc' }, 403],
+    ['a cwd that does not exist', 'POST', '/v1/processes', { argv: ['true'], cwd: 'no-such-dir' }, 404],
   ])('refuses %s', async (_name, method, path, body, status) => {
     const running = await start({ argv: ['sleep', '5'] });
     const response = await api(method, path.replace('{id}', running.process_id), body);

@@ -1,161 +1,127 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { lstatSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import path from 'node:path';
-import { DirectoryListing, PathInfo } from '@sbx/protocol';
 import type { TestAgent } from '../support/agent-harness.js';
 import {
   expectError,
-  jsonOf,
+  FILE_OPERATION_NAMES,
+  fileOperations,
+  NOT_SERVED,
+  SANDBOX_PATH_OPERATION_NAMES,
   send,
   Sentinel,
   startFilesAgent,
+  treeOf,
   uploadTemporaries,
+  type FileOperation,
+  type FileOperationName,
   type RawResponse,
 } from './files-test-kit.js';
 
 /**
- * Every way out of the workspace we know of, tried with every operation. Each attempt
- * must be answered with a 4xx envelope, and the sentinel outside the workspace must be
- * exactly as it was. Symlinks used by mutating operations point at the sentinel (not
- * /etc): the tests run as root here, and a broken guard must not be able to hurt the host.
- *
- * Paths are sandbox paths: relative ones are relative to the workspace, absolute ones are
- * what the sandbox's processes see (with the direct launcher used here, the host path of
- * the workspace, `agent.sandboxWorkspace`) and must lie inside it.
+ * What the file API still refuses, tried with every operation. Paths outside the
+ * workspace are the sandbox's own (files-outside-workspace.test.ts); what stays refused
+ * is a malformed path or a symlink loop (400), `/proc` and every way a symlink can lead
+ * there (403), and FIFOs, sockets and devices (403). Every attempt must be answered with
+ * its envelope and change nothing: not the sentinel outside the workspace the malformed
+ * paths aim at, not a fixture, no new entry anywhere in the workspace. Mutating attempts
+ * aim at the sentinel or into /proc, never at a real system file: the tests run as root
+ * here, and a broken guard must not be able to hurt the host.
  */
 let agent: TestAgent;
 let sentinel: Sentinel;
-/** A sibling of the workspace whose name starts with the workspace's: `<workspace>-sibling`. */
-let sibling: Sentinel;
-let rw: string;
+let operations: Record<FileOperationName, FileOperation>;
+let socketServer: Server;
+/** The sentinel directory relative to the workspace: `../sbx-files-sentinel-…`. */
 let out: string;
 
-interface EscapeCase {
+const DOT_DOT = /must not contain "\.\." segments/;
+const ENCODED = /percent-encoded dot, slash, backslash or control character/;
+const CONTROL = /NUL or control characters/;
+const LOOP = /is a symbolic link loop/;
+
+interface RefusalCase {
   readonly name: string;
   /** The path as sent in a URL path or query (decoded exactly once by the agent). */
   readonly raw: () => string;
 }
 
-const CASES: readonly EscapeCase[] = [
-  { name: '".." segments', raw: () => `../${out}/sentinel.txt` },
-  { name: '%2e%2e', raw: () => `%2e%2e/${out}/sentinel.txt` },
-  { name: 'double-encoded %252e%252e', raw: () => `%252e%252e/${out}/sentinel.txt` },
-  { name: '..%2f (encoded separator)', raw: () => `..%2f${out}%2fsentinel.txt` },
-  { name: 'double-encoded %252f', raw: () => `..%252f${out}%252fsentinel.txt` },
-  { name: 'backslashes', raw: () => `..%5c${out.replaceAll('/', '%5c')}%5csentinel.txt` },
-  { name: 'a NUL byte', raw: () => 'ok.txt%00.png' },
-  { name: 'a control character', raw: () => 'bad%0aname.txt' },
-  { name: 'a final symlink to a directory outside', raw: () => 'link-out' },
-  { name: 'an intermediate symlink to a directory outside', raw: () => 'link-out/sentinel.txt' },
-  { name: 'a final symlink to a file outside', raw: () => 'link-out-file' },
-  { name: 'a broken symlink pointing outside', raw: () => 'broken-out' },
-  { name: 'an absolute symlink climbing out with ".."', raw: () => 'abs-dotdot/sentinel.txt' },
-  { name: 'a relative symlink climbing above the workspace and back', raw: () => 'climb-back' },
-  { name: 'a symlink to /workspace (not the workspace without bubblewrap)', raw: () => 'slash-workspace' },
-  { name: 'a symlink to the workspace-named sibling', raw: () => 'link-sibling/sentinel.txt' },
-  { name: 'a symlink loop', raw: () => 'loop' },
-  { name: 'a path through a symlink loop', raw: () => 'loop/inner.txt' },
-  { name: 'a FIFO', raw: () => 'fifo' },
-  { name: '/dev/null via a symlink', raw: () => 'devnull' },
+/** 400 with every operation: refused by shape (or as a loop), before anything is touched. */
+const MALFORMED: ReadonlyArray<RefusalCase & { readonly reason: RegExp }> = [
+  { name: '".." segments', raw: () => `../${out}/sentinel.txt`, reason: DOT_DOT },
+  {
+    name: '".." after an absolute path',
+    raw: () => `${agent.workspace}/../${out}/sentinel.txt`,
+    reason: DOT_DOT,
+  },
+  { name: '%2e%2e', raw: () => `%2e%2e/${out}/sentinel.txt`, reason: DOT_DOT },
+  { name: 'double-encoded %252e%252e', raw: () => `%252e%252e/${out}/sentinel.txt`, reason: ENCODED },
+  // Decoded once, a query's or body's %2f is a plain "/" (then ".." is refused); a URL segment's is refused.
+  {
+    name: '..%2f (encoded separator)',
+    raw: () => `..%2f${out}%2fsentinel.txt`,
+    reason: /"\.\."|encoded "\/"/,
+  },
+  { name: 'double-encoded %252f', raw: () => `..%252f${out}%252fsentinel.txt`, reason: ENCODED },
+  {
+    name: 'backslashes',
+    raw: () => `..%5c${out.replaceAll('/', '%5c')}%5csentinel.txt`,
+    reason: /backslashes/,
+  },
+  { name: 'a NUL byte', raw: () => 'ok.txt%00.png', reason: CONTROL },
+  { name: 'a control character', raw: () => 'bad%0aname.txt', reason: CONTROL },
+  { name: 'a symlink loop', raw: () => 'loop', reason: LOOP },
+  { name: 'a path through a symlink loop', raw: () => 'loop/inner.txt', reason: LOOP },
 ];
 
-/**
- * Absolute sandbox paths outside the workspace. Only the routes that take a sandbox path
- * (query and JSON body) see them as absolute; the `/files/{path}` tail is relative to the
- * workspace (see 'what each refusal says').
- */
-const ABSOLUTE_CASES: readonly EscapeCase[] = [
-  { name: 'a file outside', raw: () => sentinel.file },
-  { name: 'a directory outside', raw: () => sentinel.dir },
-  { name: 'the sandbox root /', raw: () => '/' },
-  { name: 'a sibling named like the workspace', raw: () => `${sibling.dir}/sentinel.txt` },
-  { name: 'an encoded absolute path', raw: () => encodeURIComponent(sentinel.file) },
+/** 403 with every operation: symlinks in the workspace that lead into /proc, each its own way. */
+const INTO_PROC: readonly RefusalCase[] = [
+  { name: 'a final symlink to a file in /proc', raw: () => 'proc-file' },
+  { name: 'a final symlink to a directory in /proc', raw: () => 'proc-dir' },
+  { name: 'an intermediate symlink into /proc', raw: () => 'proc-dir/status' },
+  { name: 'a broken symlink into /proc', raw: () => 'proc-broken' },
+  { name: 'a relative symlink climbing to /proc', raw: () => 'proc-climb' },
+  { name: 'an absolute symlink climbing to /proc with ".."', raw: () => 'abs-dotdot/status' },
+  { name: 'a ".." taken from where the previous link led', raw: () => 'dotdot-after-link' },
+  { name: 'a chain of symlinks ending in /proc', raw: () => 'chain' },
+  { name: 'a symlink to / followed by /proc', raw: () => 'root-link/proc/self/status' },
+  { name: "a symlink to the system's /dev/fd (itself a link into /proc)", raw: () => 'fd-link/0' },
 ];
 
-const json = { 'content-type': 'application/json' };
-type Operation = (raw: string) => Promise<RawResponse>;
+/** 403 for the operations that take a sandbox path: /proc named directly. */
+const PROC_BY_NAME: readonly RefusalCase[] = [
+  { name: '/proc itself', raw: () => '/proc' },
+  { name: 'a file in /proc', raw: () => '/proc/self/status' },
+  { name: 'a directory in /proc', raw: () => '/proc/self' },
+  { name: 'a missing path in /proc', raw: () => '/proc/sbx-no-such-entry' },
+  { name: 'a path through /dev/fd', raw: () => '/dev/fd/0' },
+];
 
-function textOf(raw: string): string {
-  return decodeURIComponent(raw);
-}
-
-const OPERATIONS: Readonly<Record<string, Operation>> = {
-  'read (GET /files)': (raw) => send(agent, { method: 'GET', path: `/files/${raw}`, token: rw }),
-  'read (download)': (raw) =>
-    send(agent, { method: 'GET', path: `/v1/files/download?path=${raw}`, token: rw }),
-  'write (PUT /files)': (raw) =>
-    send(agent, { method: 'PUT', path: `/files/${raw}`, token: rw, body: 'pwned' }),
-  'write (upload)': (raw) =>
-    send(agent, { method: 'POST', path: `/v1/files/upload?path=${raw}`, token: rw, body: 'pwned' }),
-  'delete (DELETE /files)': (raw) =>
-    send(agent, { method: 'DELETE', path: `/files/${raw}?recursive=true`, token: rw }),
-  'delete (DELETE /v1/files)': (raw) =>
-    send(agent, { method: 'DELETE', path: `/v1/files?path=${raw}&recursive=true`, token: rw }),
-  'move (from)': (raw) =>
-    send(agent, {
-      method: 'POST',
-      path: '/v1/files/move',
-      token: rw,
-      headers: json,
-      body: JSON.stringify({ from: textOf(raw), to: 'moved-away' }),
-    }),
-  'move (to)': (raw) =>
-    send(agent, {
-      method: 'POST',
-      path: '/v1/files/move',
-      token: rw,
-      headers: json,
-      body: JSON.stringify({ from: 'ok.txt', to: textOf(raw), overwrite: true }),
-    }),
-  'list (GET /v1/files/list)': (raw) =>
-    send(agent, { method: 'GET', path: `/v1/files/list?path=${raw}`, token: rw }),
-  'mkdir -p': (raw) =>
-    send(agent, {
-      method: 'POST',
-      path: '/v1/files/mkdir',
-      token: rw,
-      headers: json,
-      body: JSON.stringify({ path: `${textOf(raw)}/x`, parents: true }),
-    }),
-};
+/** Special files: never opened, written, listed, moved, replaced or deleted (403). */
+const SPECIAL: ReadonlyArray<RefusalCase & { readonly kind: RegExp }> = [
+  { name: 'a FIFO', raw: () => 'fifo', kind: /is a FIFO/ },
+  { name: 'a socket', raw: () => 'sock', kind: /is a socket/ },
+  ...(process.getuid?.() === 0 ? [{ name: 'a device', raw: () => 'dev', kind: /is a device/ }] : []),
+];
 
 function fixtures(): Record<string, string> {
   const ws = agent.workspace;
+  const links = ['proc-file', 'proc-dir', 'proc-broken', 'proc-climb', 'abs-dotdot', 'dotdot-after-link'];
   return {
-    'link-out': readlinkSync(path.join(ws, 'link-out')),
-    'link-out-file': readlinkSync(path.join(ws, 'link-out-file')),
-    'broken-out': readlinkSync(path.join(ws, 'broken-out')),
-    'abs-dotdot': readlinkSync(path.join(ws, 'abs-dotdot')),
-    'climb-back': readlinkSync(path.join(ws, 'climb-back')),
-    'slash-workspace': readlinkSync(path.join(ws, 'slash-workspace')),
-    'link-sibling': readlinkSync(path.join(ws, 'link-sibling')),
-    loop: readlinkSync(path.join(ws, 'loop')),
-    devnull: readlinkSync(path.join(ws, 'devnull')),
+    ...Object.fromEntries(
+      [...links, 'chain', 'hop', 'root-link', 'fd-link', 'link-out', 'loop'].map((name) => [
+        name,
+        readlinkSync(path.join(ws, name)),
+      ]),
+    ),
     fifo: String(lstatSync(path.join(ws, 'fifo')).isFIFO()),
+    sock: String(lstatSync(path.join(ws, 'sock')).isSocket()),
     'ok.txt': readFileSync(path.join(ws, 'ok.txt'), 'utf8'),
-    // Nothing new anywhere in the workspace (an absolute path must never be remapped into it).
+    // Nothing new anywhere in the workspace: no `moved-away`, no `x`, no upload.
     entries: treeOf(ws).join(','),
   };
-}
-
-/** Every name under `dir`, never following a symlink (readdirSync's `recursive` does). */
-function treeOf(dir: string, prefix = ''): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((entry) => {
-      const name = `${prefix}${entry.name}`;
-      return entry.isDirectory() ? [name, ...treeOf(path.join(dir, entry.name), `${name}/`)] : [name];
-    })
-    .toSorted();
 }
 
 let before: Record<string, string>;
@@ -163,168 +129,130 @@ let before: Record<string, string>;
 beforeAll(async () => {
   agent = await startFilesAgent();
   sentinel = new Sentinel();
-  sibling = new Sentinel(`${agent.workspace}-sibling`);
-  rw = agent.token(['fs:rw']);
-  out = path.relative(agent.workspace, sentinel.dir);
+  operations = fileOperations(agent, agent.token(['fs:rw']));
   const ws = agent.workspace;
+  out = path.relative(ws, sentinel.dir);
+  /** From the workspace up to `/` (`../..`). */
+  const up = path.relative(ws, '/');
   writeFileSync(path.join(ws, 'ok.txt'), 'ok');
+  symlinkSync('/proc/self/status', path.join(ws, 'proc-file'));
+  symlinkSync('/proc/self', path.join(ws, 'proc-dir'));
+  symlinkSync('/proc/sbx-no-such-entry', path.join(ws, 'proc-broken'));
+  symlinkSync(`${up}/proc/self/status`, path.join(ws, 'proc-climb'));
+  symlinkSync(`${ws}/${up}/proc/self`, path.join(ws, 'abs-dotdot'));
+  // The kernel applies ".." to the directory the link led to (the sentinel's), not to
+  // `link-out`'s own name: read by name, this would be a missing `<tmp>/proc/...`.
   symlinkSync(sentinel.dir, path.join(ws, 'link-out'));
-  // Absolute targets are sandbox paths: `${workspace}/..` climbs out of the workspace.
-  symlinkSync(`${agent.sandboxWorkspace}/../${out}`, path.join(ws, 'abs-dotdot'));
-  // Ends inside, but a relative target may not climb above the workspace on the way.
-  symlinkSync(`../${path.basename(ws)}/ok.txt`, path.join(ws, 'climb-back'));
-  symlinkSync('/workspace/ok.txt', path.join(ws, 'slash-workspace'));
-  symlinkSync(sibling.dir, path.join(ws, 'link-sibling'));
-  symlinkSync(sentinel.file, path.join(ws, 'link-out-file'));
-  symlinkSync(path.join(sentinel.dir, 'missing.txt'), path.join(ws, 'broken-out'));
+  const upFromSentinelParent = path.relative(path.dirname(sentinel.dir), '/');
+  symlinkSync(`link-out/../${upFromSentinelParent}/proc/self/status`, path.join(ws, 'dotdot-after-link'));
+  symlinkSync('hop', path.join(ws, 'chain'));
+  symlinkSync('root-link/proc/self/status', path.join(ws, 'hop'));
+  symlinkSync('/', path.join(ws, 'root-link'));
+  symlinkSync('/dev/fd', path.join(ws, 'fd-link'));
   symlinkSync('loop', path.join(ws, 'loop'));
-  symlinkSync('/dev/null', path.join(ws, 'devnull'));
-  symlinkSync('/etc', path.join(ws, 'link-etc'));
   execFileSync('mkfifo', [path.join(ws, 'fifo')]);
+  socketServer = createServer();
+  await new Promise<void>((resolve) => socketServer.listen(path.join(ws, 'sock'), resolve));
+  if (process.getuid?.() === 0) execFileSync('mknod', [path.join(ws, 'dev'), 'c', '1', '3']);
   before = fixtures();
 });
 
 afterAll(async () => {
+  await new Promise((resolve) => socketServer.close(resolve));
   await agent.close();
   sentinel.remove();
-  sibling.remove();
 });
 
 function expectUntouched(): void {
   expect(sentinel.state()).toEqual(sentinel.original);
-  expect(sibling.state()).toEqual(sibling.original);
   expect(fixtures()).toEqual(before);
-  expect(existsSync(path.join(agent.workspace, 'moved-away'))).toBe(false);
   expect(uploadTemporaries(agent.workspace)).toEqual([]);
 }
 
-describe.each(Object.entries(OPERATIONS))('%s', (_operation, run) => {
-  it.each(CASES)('refuses $name and touches nothing outside', async ({ raw }) => {
-    const res = await run(raw());
-    expect([400, 403, 404, 409]).toContain(res.status);
-    expectError(res, expectedCode(res.status), res.status);
+describe.each(FILE_OPERATION_NAMES)('%s', (operation) => {
+  it.each(MALFORMED)('refuses $name with 400 and touches nothing', async ({ raw, reason }) => {
+    expect(expectError(await operations[operation](raw()), 'BAD_REQUEST', 400)).toMatch(reason);
+    expectUntouched();
+  });
+
+  it.each(INTO_PROC)('refuses $name with 403 and touches nothing', async ({ raw }) => {
+    expect(expectError(await operations[operation](raw()), 'FORBIDDEN', 403)).toMatch(NOT_SERVED);
     expectUntouched();
   });
 });
 
-/** The operations whose path is a sandbox path (query or JSON body), not a `/files/` URL tail. */
-const SANDBOX_PATH_OPERATIONS = Object.entries(OPERATIONS).filter(([name]) => !name.endsWith(' /files)'));
-
-describe.each(SANDBOX_PATH_OPERATIONS)('%s', (_operation, run) => {
-  it.each(ABSOLUTE_CASES)(
-    'refuses an absolute path: $name, with 403 naming the workspace',
+describe.each(SANDBOX_PATH_OPERATION_NAMES)('%s', (operation) => {
+  it.each(PROC_BY_NAME)(
+    'refuses $name by its absolute path with 403 and touches nothing',
     async ({ raw }) => {
-      const res = await run(raw());
-      expect(expectError(res, 'FORBIDDEN', 403)).toContain(`outside the workspace ${agent.sandboxWorkspace}`);
-      expect(jsonOf(res)).toMatchObject({ error: { details: { workspace: agent.sandboxWorkspace } } });
+      expect(expectError(await operations[operation](raw()), 'FORBIDDEN', 403)).toMatch(NOT_SERVED);
       expectUntouched();
     },
   );
+});
 
-  it('refuses the absolute workspace path followed by ".." with 400', async () => {
-    const res = await run(`${agent.sandboxWorkspace}/../${out}/sentinel.txt`);
-    expect(expectError(res, 'BAD_REQUEST', 400)).toMatch(/"\.\."/);
+/** Stat describes a special file and mkdir -p finds it is no directory; every other operation refuses it. */
+const SPECIAL_OPERATION_NAMES = FILE_OPERATION_NAMES.filter((name) => name !== 'stat' && name !== 'mkdir -p');
+
+describe.each(SPECIAL_OPERATION_NAMES)('%s', (operation) => {
+  it.each(SPECIAL)('refuses $name with 403 and touches nothing', async ({ raw, kind }) => {
+    expect(expectError(await operations[operation](raw()), 'FORBIDDEN', 403)).toMatch(kind);
     expectUntouched();
   });
 });
 
-function expectedCode(status: number): 'BAD_REQUEST' | 'FORBIDDEN' | 'NOT_FOUND' | 'CONFLICT' {
-  if (status === 400) return 'BAD_REQUEST';
-  if (status === 403) return 'FORBIDDEN';
-  if (status === 404) return 'NOT_FOUND';
-  return 'CONFLICT';
-}
-
 describe('what each refusal says', () => {
-  it('names the reason: traversal, encoding, symlinks leaving, loops, special files', async () => {
-    const read = (raw: string): Promise<RawResponse> =>
-      send(agent, { method: 'GET', path: `/files/${raw}`, token: rw });
-    expect(expectError(await read(`../${out}/sentinel.txt`), 'BAD_REQUEST', 400)).toMatch(/"\.\."/);
-    expect(expectError(await read('%252e%252e/x'), 'BAD_REQUEST', 400)).toMatch(/percent-encoded/);
-    expect(expectError(await read('..%2fx'), 'BAD_REQUEST', 400)).toMatch(/encoded "\/"/);
-    expect(expectError(await read('link-etc'), 'FORBIDDEN', 403)).toMatch(/outside the workspace/);
-    expect(expectError(await read('link-etc/hostname'), 'FORBIDDEN', 403)).toMatch(/link-etc .*outside/);
-    expect(expectError(await read('abs-dotdot/sentinel.txt'), 'FORBIDDEN', 403)).toBe(
-      `${agent.sandboxWorkspace}/abs-dotdot is a symbolic link that leads outside the workspace`,
-    );
-    expect(expectError(await read('climb-back'), 'FORBIDDEN', 403)).toMatch(/climb-back .*outside/);
-    expect(expectError(await read('slash-workspace'), 'FORBIDDEN', 403)).toMatch(/slash-workspace .*outside/);
-    expect(expectError(await read('loop'), 'BAD_REQUEST', 400)).toMatch(/loop/);
-    expect(expectError(await read('fifo'), 'FORBIDDEN', 403)).toMatch(/FIFO/);
-    expect(expectError(await read('devnull'), 'FORBIDDEN', 403)).toMatch(/outside/);
-  });
+  const read = (raw: string): Promise<RawResponse> =>
+    send(agent, { method: 'GET', path: `/files/${raw}`, token: agent.token(['fs:ro']) });
 
-  it('names the workspace when an absolute path lies outside it, and never remaps it', async () => {
-    for (const route of ['/v1/files/download?path=/etc/passwd', '/v1/files/stat?path=/etc/passwd']) {
-      const res = await send(agent, { method: 'GET', path: route, token: rw });
-      expect(expectError(res, 'FORBIDDEN', 403)).toBe(
-        `/etc/passwd is outside the workspace ${agent.sandboxWorkspace}; the file API serves the ` +
-          'workspace only (an absolute path inside it, or a path relative to it)',
-      );
-    }
-    expect(existsSync(path.join(agent.workspace, 'etc'))).toBe(false);
-    const upload = await send(agent, {
-      method: 'POST',
-      path: `/v1/files/upload?path=${sentinel.file}`,
-      token: rw,
-      body: 'pwned',
+  it('describes a special file on stat, which it will not open, and mkdir -p under it finds no directory', async () => {
+    expect(expectError(await read('fifo'), 'FORBIDDEN', 403)).toBe(
+      `${agent.workspace}/fifo is a FIFO; only regular files and directories can be read`,
+    );
+    const stat = await operations.stat('fifo');
+    expect(stat.status).toBe(200);
+    expect(JSON.parse(stat.body.toString())).toMatchObject({
+      path: `${agent.workspace}/fifo`,
+      type: 'other',
     });
-    expect(expectError(upload, 'FORBIDDEN', 403)).toContain(
-      `outside the workspace ${agent.sandboxWorkspace}`,
+    expect(expectError(await operations['mkdir -p']('fifo'), 'CONFLICT', 409)).toBe(
+      `${agent.workspace}/fifo is not a directory`,
     );
-    expect(sentinel.state()).toEqual(sentinel.original);
-    expect(existsSync(path.join(agent.workspace, 'tmp'))).toBe(false);
+    expectUntouched();
   });
 
-  it('reads the /files/{path} tail as relative: /files//etc/passwd is <workspace>/etc/passwd', async () => {
-    expect(
-      expectError(
-        await send(agent, { method: 'GET', path: '/files//etc/passwd', token: rw }),
-        'NOT_FOUND',
-        404,
-      ),
-    ).toBe(`${agent.sandboxWorkspace}/etc does not exist`);
-    const inside = path.join(agent.workspace, sentinel.file);
+  it('names the link that leads into /proc, and says why /proc is not served', async () => {
+    const why =
+      "leads into /proc or the agent's own files, which the file API does not serve " +
+      "(the agent's /proc is not the sandbox's: read it with exec)";
+    expect(expectError(await read('proc-dir/status'), 'FORBIDDEN', 403)).toBe(
+      `${agent.workspace}/proc-dir ${why}`,
+    );
+    expect(expectError(await read('chain'), 'FORBIDDEN', 403)).toBe(`${agent.workspace}/chain ${why}`);
+    expect(expectError(await read('root-link/proc/self/status'), 'FORBIDDEN', 403)).toBe(
+      `${agent.workspace}/root-link/proc ${why}`,
+    );
+    const direct = await operations['read (download)']('/proc/self/status');
+    expect(expectError(direct, 'FORBIDDEN', 403)).toBe(`/proc ${why}`);
+  });
+
+  it('reads the /files/{path} tail as relative: /files//proc/self/status is <workspace>/proc/self/status', async () => {
+    expect(expectError(await read('/proc/self/status'), 'NOT_FOUND', 404)).toBe(
+      `${agent.workspace}/proc does not exist`,
+    );
+    const rw = agent.token(['fs:rw']);
     const put = await send(agent, {
       method: 'PUT',
-      path: `/files/${sentinel.file}`,
+      path: '/files//proc/self/status',
       token: rw,
-      body: 'inside',
+      body: 'mine',
     });
     expect(put.status).toBe(201);
-    expect(PathInfo.parse(jsonOf(put)).path).toBe(`${agent.sandboxWorkspace}${sentinel.file}`);
-    expect(readFileSync(inside, 'utf8')).toBe('inside');
-    const got = await send(agent, { method: 'GET', path: `/files/${sentinel.file}`, token: rw });
-    expect(got.body.toString()).toBe('inside');
-    expect((await send(agent, { method: 'DELETE', path: `/files/${sentinel.file}`, token: rw })).status).toBe(
-      204,
-    );
-    expect(existsSync(inside)).toBe(false);
-    expect(sentinel.state()).toEqual(sentinel.original);
-  });
-
-  it('lists the workspace root and a directory through an inside symlink, never following one out', async () => {
-    mkdirSync(path.join(agent.workspace, 'inside-dir'));
-    writeFileSync(path.join(agent.workspace, 'inside-dir/in.txt'), 'in');
-    symlinkSync(`${agent.sandboxWorkspace}/inside-dir`, path.join(agent.workspace, 'link-in-abs'));
-    symlinkSync('inside-dir', path.join(agent.workspace, 'link-in-rel'));
-    for (const root of ['.', encodeURIComponent(agent.sandboxWorkspace)]) {
-      const res = await send(agent, { method: 'GET', path: `/v1/files/list?path=${root}`, token: rw });
-      expect(res.status).toBe(200);
-      const listing = DirectoryListing.parse(jsonOf(res));
-      expect(listing.path).toBe(agent.sandboxWorkspace);
-      expect(listing.entries.map((entry) => entry.name)).toContain('link-etc');
-    }
-    for (const link of ['link-in-abs', 'link-in-rel']) {
-      const res = await send(agent, { method: 'GET', path: `/v1/files/list?path=${link}`, token: rw });
-      const listing = DirectoryListing.parse(jsonOf(res));
-      expect(listing).toMatchObject({ path: `${agent.sandboxWorkspace}/${link}` });
-      expect(listing.entries.map((entry) => entry.name)).toEqual(['in.txt']);
-    }
-    expectError(
-      await send(agent, { method: 'GET', path: '/v1/files/list?path=link-etc', token: rw }),
-      'FORBIDDEN',
-      403,
-    );
+    expect(JSON.parse(put.body.toString())).toMatchObject({ path: `${agent.workspace}/proc/self/status` });
+    expect(readFileSync(path.join(agent.workspace, 'proc/self/status'), 'utf8')).toBe('mine');
+    expect((await read('/proc/self/status')).body.toString()).toBe('mine');
+    const removed = await send(agent, { method: 'DELETE', path: '/files/proc?recursive=true', token: rw });
+    expect(removed.status).toBe(204);
+    expectUntouched();
   });
 });

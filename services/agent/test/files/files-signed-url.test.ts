@@ -1,9 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { signFileUrl, SigningKey, type FileUrlOperation } from '@sbx/tokens';
 import type { TestAgent } from '../support/agent-harness.js';
-import { expectError, send, startFilesAgent } from './files-test-kit.js';
+import { expectError, NOT_SERVED, send, startFilesAgent } from './files-test-kit.js';
 
 let agent: TestAgent;
 
@@ -104,27 +113,59 @@ describe('signed file URLs', () => {
     }
   });
 
-  it('never serves a path outside the workspace, even signed for it', async () => {
-    const read = signed({ op: 'GET', path: '/etc/passwd' });
+  it('works wherever its path is: a URL signed for a path outside the workspace reads and writes there', async () => {
+    const outside = realpathSync(mkdtempSync(path.join(tmpdir(), 'sbx-signed-outside-')));
+    try {
+      writeFileSync(path.join(outside, 'shared.txt'), 'outside the workspace');
+      const read = signed({ op: 'GET', path: `${outside}/shared.txt` });
+      const download = await send(agent, {
+        method: 'GET',
+        path: `/v1/files/download?path=${encodeURIComponent(`${outside}/shared.txt`)}&${read}`,
+      });
+      expect({ status: download.status, body: download.body.toString() }).toEqual({
+        status: 200,
+        body: 'outside the workspace',
+      });
+      // The URL tail is relative: /files/<outside>/shared.txt is inside the workspace, not what was signed.
+      const seed = await send(agent, { method: 'GET', path: `/files${outside}/shared.txt?${read}` });
+      expect(expectError(seed, 'UNAUTHENTICATED', 401)).toMatch(/does not match/);
+
+      const write = signed({ op: 'PUT', path: `${outside}/uploaded.txt` });
+      const upload = await send(agent, {
+        method: 'POST',
+        path: `/v1/files/upload?path=${encodeURIComponent(`${outside}/uploaded.txt`)}&${write}`,
+        body: 'signed upload',
+      });
+      expect(upload.status).toBe(201);
+      expect(readFileSync(path.join(outside, 'uploaded.txt'), 'utf8')).toBe('signed upload');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('never serves /proc, even signed for it: the guard refuses it (403) after the signature is checked', async () => {
+    const read = signed({ op: 'GET', path: '/proc/self/status' });
     const download = await send(agent, {
       method: 'GET',
-      path: `/v1/files/download?path=/etc/passwd&${read}`,
+      path: `/v1/files/download?path=/proc/self/status&${read}`,
     });
-    // 401, and without naming the workspace: the caller has not authenticated yet.
-    expect(expectError(download, 'UNAUTHENTICATED', 401)).not.toContain(agent.sandboxWorkspace);
-    expect(download.body.toString()).not.toContain('root:');
-    // The URL tail is relative: /files//etc/passwd is the workspace's etc/passwd, not what was signed.
-    const seed = await send(agent, { method: 'GET', path: `/files//etc/passwd?${read}` });
-    expect(expectError(seed, 'UNAUTHENTICATED', 401)).toMatch(/does not match/);
-
-    const write = signed({ op: 'PUT', path: '/tmp/signed-escape.txt' });
+    expect(expectError(download, 'FORBIDDEN', 403)).toMatch(NOT_SERVED);
+    expect(download.body.toString()).not.toContain('Pid:');
+    const write = signed({ op: 'PUT', path: '/proc/self/comm' });
     const upload = await send(agent, {
       method: 'POST',
-      path: `/v1/files/upload?path=/tmp/signed-escape.txt&${write}`,
+      path: `/v1/files/upload?path=/proc/self/comm&${write}`,
       body: 'pwned',
     });
-    expectError(upload, 'UNAUTHENTICATED', 401);
-    expect(existsSync('/tmp/signed-escape.txt')).toBe(false);
+    expect(expectError(upload, 'FORBIDDEN', 403)).toMatch(NOT_SERVED);
+    expect(readFileSync('/proc/self/comm', 'utf8')).not.toContain('pwned');
+    // Unsigned for it, the same path is still only a bad signature (401), never an answer about /proc.
+    const other = signed({ op: 'GET', path: '/proc/self/environ' });
+    const unsigned = await send(agent, {
+      method: 'GET',
+      path: `/v1/files/download?path=/proc/self/status&${other}`,
+    });
+    expect(expectError(unsigned, 'UNAUTHENTICATED', 401)).toMatch(/does not match/);
   });
 
   it.each([

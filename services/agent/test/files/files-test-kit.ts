@@ -87,15 +87,96 @@ export function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** Every name under `dir`, never following a symlink (readdirSync's `recursive` does). */
+export function treeOf(dir: string, prefix = ''): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((entry) => {
+      const name = `${prefix}${entry.name}`;
+      return entry.isDirectory() ? [name, ...treeOf(path.join(dir, entry.name), `${name}/`)] : [name];
+    })
+    .toSorted();
+}
+
+/** The refusal of `/proc`, of anything leading there and of the agent's own files. */
+export const NOT_SERVED = /leads into \/proc or the agent's own files, which the file API does not serve/;
+
+export type FileOperation = (raw: string) => Promise<RawResponse>;
+
+/** Every file operation; the routes whose path is the `/files/{tail}` URL end in ` /files)`. */
+export const FILE_OPERATION_NAMES = [
+  'read (GET /files)',
+  'read (download)',
+  'stat',
+  'write (PUT /files)',
+  'write (upload)',
+  'delete (DELETE /files)',
+  'delete (DELETE /v1/files)',
+  'move (from)',
+  'move (to)',
+  'list',
+  'mkdir -p',
+] as const;
+export type FileOperationName = (typeof FILE_OPERATION_NAMES)[number];
+
+/** The operations whose path is a sandbox path (query or JSON body), where an absolute path is absolute. */
+export const SANDBOX_PATH_OPERATION_NAMES = FILE_OPERATION_NAMES.filter((name) => !name.endsWith(' /files)'));
+
+/**
+ * Every file operation, each given a path as it is sent in a URL path or query (decoded
+ * exactly once by the agent; for JSON bodies it is decoded here). The `/files/{tail}`
+ * routes read it relative to the workspace. Moves go from `path` to `moved-away`, or from
+ * `ok.txt` to `path`; mkdir -p makes `path/x`; deletes are recursive.
+ */
+export function fileOperations(agent: TestAgent, token: string): Record<FileOperationName, FileOperation> {
+  const json = { 'content-type': 'application/json' };
+  const text = (raw: string): string => decodeURIComponent(raw);
+  return {
+    'read (GET /files)': (raw) => send(agent, { method: 'GET', path: `/files/${raw}`, token }),
+    'read (download)': (raw) => send(agent, { method: 'GET', path: `/v1/files/download?path=${raw}`, token }),
+    stat: (raw) => send(agent, { method: 'GET', path: `/v1/files/stat?path=${raw}`, token }),
+    'write (PUT /files)': (raw) =>
+      send(agent, { method: 'PUT', path: `/files/${raw}`, token, body: 'pwned' }),
+    'write (upload)': (raw) =>
+      send(agent, { method: 'POST', path: `/v1/files/upload?path=${raw}`, token, body: 'pwned' }),
+    'delete (DELETE /files)': (raw) =>
+      send(agent, { method: 'DELETE', path: `/files/${raw}?recursive=true`, token }),
+    'delete (DELETE /v1/files)': (raw) =>
+      send(agent, { method: 'DELETE', path: `/v1/files?path=${raw}&recursive=true`, token }),
+    'move (from)': (raw) =>
+      send(agent, {
+        method: 'POST',
+        path: '/v1/files/move',
+        token,
+        headers: json,
+        body: JSON.stringify({ from: text(raw), to: 'moved-away' }),
+      }),
+    'move (to)': (raw) =>
+      send(agent, {
+        method: 'POST',
+        path: '/v1/files/move',
+        token,
+        headers: json,
+        body: JSON.stringify({ from: 'ok.txt', to: text(raw), overwrite: true }),
+      }),
+    list: (raw) => send(agent, { method: 'GET', path: `/v1/files/list?path=${raw}`, token }),
+    'mkdir -p': (raw) =>
+      send(agent, {
+        method: 'POST',
+        path: '/v1/files/mkdir',
+        token,
+        headers: json,
+        body: JSON.stringify({ path: `${text(raw)}/x`, parents: true }),
+      }),
+  };
+}
+
 export function urlPath(workspacePath: string): string {
   return workspacePath.split('/').map(encodeURIComponent).join('/');
 }
 
-/** Upload temporaries (`.sbx-upload-*`) anywhere under `dir`. */
+/** Upload temporaries (`.sbx-upload-*`) anywhere under `dir`, never following a symlink. */
 export function uploadTemporaries(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((name) =>
-    path.basename(name).startsWith('.sbx-upload-'),
-  );
+  return treeOf(dir).filter((name) => path.basename(name).startsWith('.sbx-upload-'));
 }
 
 export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {

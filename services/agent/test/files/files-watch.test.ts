@@ -12,7 +12,7 @@ import path from 'node:path';
 import { WatchEventFrame } from '@sbx/protocol';
 import type { TestAgent } from '../support/agent-harness.js';
 import { TestSocket } from '../support/ws-client.js';
-import { eventually, send, Sentinel, startFilesAgent } from './files-test-kit.js';
+import { eventually, NOT_SERVED, send, Sentinel, startFilesAgent } from './files-test-kit.js';
 
 let agent: TestAgent;
 let sentinel: Sentinel;
@@ -146,34 +146,40 @@ describe('WS /v1/files/watch', () => {
   });
 
   it('refuses paths the guard refuses, with an error frame, and keeps the connection usable', async () => {
-    symlinkSync(sentinel.dir, ws('out-link'));
-    symlinkSync('/workspace/notes.txt', ws('slash-workspace-link'));
+    symlinkSync('/proc/self', ws('proc-link'));
+    symlinkSync(path.join(sentinel.dir, 'missing'), ws('broken-link'));
     const socket = await watch({ path: '../outside' });
     expect(socket.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
-    expect(await answerTo(socket, 'out-link')).toMatchObject({ type: 'error', error: { code: 'FORBIDDEN' } });
-    // Under the direct launcher /workspace is not the workspace: the link leads out of it.
-    expect(await answerTo(socket, 'slash-workspace-link')).toMatchObject({
+    for (const refused of ['proc-link', '/proc', '/proc/self/fd', `${ws('proc-link')}/task`]) {
+      expect(await answerTo(socket, refused)).toMatchObject({
+        type: 'error',
+        error: { code: 'FORBIDDEN', message: expect.stringMatching(NOT_SERVED) },
+      });
+    }
+    expect(await answerTo(socket, 'broken-link')).toMatchObject({
       type: 'error',
-      error: { code: 'FORBIDDEN', message: expect.stringContaining('outside the workspace') },
+      error: { code: 'NOT_FOUND', message: `${sb('broken-link')} is a broken symbolic link` },
     });
     expect(await answerTo(socket, 'missing-dir')).toMatchObject({
       type: 'error',
       error: { code: 'NOT_FOUND', message: `${sb('missing-dir')} does not exist` },
     });
-    for (const outside of [sentinel.dir, '/', `${agent.sandboxWorkspace}-sibling`]) {
-      expect(await answerTo(socket, outside)).toMatchObject({
-        type: 'error',
-        error: {
-          code: 'FORBIDDEN',
-          message: expect.stringContaining(`outside the workspace ${agent.sandboxWorkspace}`),
-        },
-      });
-    }
     expect(await answerTo(socket, '.')).toEqual({ type: 'ready' });
     expect(await answerTo(socket, agent.sandboxWorkspace)).toMatchObject({
       type: 'error',
       error: { code: 'CONFLICT' },
     });
+  });
+
+  it('watches a directory outside the workspace, by its absolute path or through a symlink', async () => {
+    symlinkSync(sentinel.dir, ws('out-link'));
+    const direct = await watch({ path: sentinel.dir });
+    expect(direct.frames.at(-1)).toEqual({ type: 'ready' });
+    const linked = await watch({ path: 'out-link' });
+    expect(linked.frames.at(-1)).toEqual({ type: 'ready' });
+    writeFileSync(path.join(sentinel.dir, 'seen.txt'), 'x');
+    await event(direct, { event: 'create', path: `${sentinel.dir}/seen.txt`, kind: 'file' });
+    await event(linked, { event: 'create', path: sb('out-link/seen.txt'), kind: 'file' });
   });
 
   it('refuses a recursive watch over more directories than allowed', async () => {

@@ -35,12 +35,11 @@ describe.each(['direct', 'bubblewrap'])('agent process started with a stray desc
         PORT: '0',
         AGENT_LAUNCHER: launcher,
         AGENT_NETWORK: 'false',
-        ...(runsAsRoot
-          ? { AGENT_RUN_AS_UID: String(TEST_SANDBOX_UID), AGENT_RUN_AS_GID: String(TEST_SANDBOX_UID) }
-          : {}),
       },
       // fd 20, a pipe the child inherits without close-on-exec (Node itself only marks fds 0-15).
       stdio: ['ignore', 'pipe', 'pipe', ...Array<'ignore'>(17).fill('ignore'), 'pipe'],
+      // The agent refuses root: started by a root test run, it runs as the sandbox's user.
+      ...(runsAsRoot ? { uid: TEST_SANDBOX_UID, gid: TEST_SANDBOX_UID } : {}),
     });
     url = await agentListening(child);
   });

@@ -1,14 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { WebSocket } from 'ws';
+import { TEST_SANDBOX_UID } from '../support/agent-harness.js';
 import { agentListening } from '../support/agent-listening.js';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
+const runsAsRoot = process.getuid?.() === 0;
+
+/** The environment operators configure the agent with, and nothing else. */
+function agentEnvironment(key: SigningKey, workspace: string): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    SANDBOX_ID: 'sb_proc',
+    SANDBOX_SIGNING_KEY: key.toBase64url(),
+    SANDBOX_TOKEN_ISSUER: 'sbx-broker',
+    WORKSPACE_ROOT: workspace,
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
+}
 
 /** The agent as operators run it: its entry point as a process, configured by the environment only. */
 describe('agent process', () => {
@@ -19,18 +34,13 @@ describe('agent process', () => {
   const stdout: string[] = [];
 
   beforeAll(async () => {
+    // The agent refuses root: started by a root test run, it runs as the sandbox's user.
+    if (runsAsRoot) chownSync(workspace, TEST_SANDBOX_UID, TEST_SANDBOX_UID);
     child = spawn(`${root}node_modules/.bin/tsx`, ['services/agent/src/main.ts'], {
       cwd: root,
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        SANDBOX_ID: 'sb_proc',
-        SANDBOX_SIGNING_KEY: key.toBase64url(),
-        SANDBOX_TOKEN_ISSUER: 'sbx-broker',
-        WORKSPACE_ROOT: workspace,
-        HOST: '127.0.0.1',
-        PORT: '0',
-      },
+      env: agentEnvironment(key, workspace),
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(runsAsRoot ? { uid: TEST_SANDBOX_UID, gid: TEST_SANDBOX_UID } : {}),
     });
     url = await agentListening(child, stdout);
   });
@@ -109,5 +119,32 @@ describe('agent process', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(stdout.join('\n')).not.toMatch(/eyJ[\w-]+\.eyJ/);
+  });
+});
+
+/** Only a root test run can start the agent as root. */
+const asRoot = runsAsRoot ? describe : describe.skip;
+
+asRoot('agent process started as root', () => {
+  it('refuses to start: it says why on stderr and exits non-zero, listening on nothing', async () => {
+    const workspace = mkdtempSync(path.join(tmpdir(), 'sbx-agent-root-'));
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'services/agent/src/main.ts'], {
+        cwd: root,
+        env: agentEnvironment(SigningKey.generate(), workspace),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const output = { stdout: '', stderr: '' };
+      child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(output.stderr).toContain(
+        "the agent must not run as root: start it as the sandbox's unprivileged user (docs/security.md)",
+      );
+      expect(output.stdout).not.toContain('agent listening');
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
   });
 });

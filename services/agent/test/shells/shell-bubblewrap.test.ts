@@ -23,8 +23,9 @@ describe('shells confined by bubblewrap', () => {
     const client = await ShellClient.start(url, agent.token(['shell']));
     client.type('tty; sleep 30 & jobs; echo JOBS-$((1 + 1))');
     const text = await client.waitFor(/^JOBS-2$/m);
-    // bwrap's private /dev shows the PTY as /dev/console; the host's /dev/pts stays hidden.
-    expect(text).toMatch(/^(\/dev\/pts\/\d+|\/dev\/console)$/m);
+    // A sandbox started alone has no terminal devices of its own (the host's /dev/pts stays
+    // hidden), so `tty` names none; the shell still owns its terminal: job control works.
+    expect(text).toMatch(/^not a tty$/m);
     expect(text).toMatch(/^\[1\]\+\s+Running\s+sleep 30 &$/m);
     client.type('fg');
     await client.waitFor(/^sleep 30$/m);

@@ -96,22 +96,34 @@ describe('shell endpoint', () => {
     client.close();
   });
 
-  it('starts in a directory of the workspace and refuses one outside it', async () => {
-    mkdirSync(path.join(shells.agent.workspace, 'sub'));
-    symlinkSync('/etc', path.join(shells.agent.workspace, 'escape'));
-    const inside = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd: 'sub' });
-    inside.type('pwd');
-    await inside.waitFor(`\n${path.join(shells.agent.workspace, 'sub')}\n`);
-    inside.close();
-
-    for (const cwd of ['/etc', 'escape', '../..']) {
-      const outside = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd });
-      expect(outside.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'FORBIDDEN' } });
-      outside.close();
+  it('starts in any directory, relative to the workspace or absolute, and refuses /proc', async () => {
+    const workspace = shells.agent.workspace;
+    mkdirSync(path.join(workspace, 'sub'));
+    symlinkSync('/etc', path.join(workspace, 'etc-link'));
+    symlinkSync('/proc/self', path.join(workspace, 'proc-link'));
+    for (const [cwd, expected] of [
+      ['sub', path.join(workspace, 'sub')],
+      ['/etc', '/etc'],
+      ['etc-link', '/etc'],
+      ['..', path.dirname(workspace)],
+    ]) {
+      const started = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd });
+      started.type('pwd');
+      expect(await started.waitFor(`\n${expected}\n`)).toContain(`\n${expected}\n`);
+      started.close();
     }
-    const missing = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd: 'missing' });
-    expect(missing.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'NOT_FOUND' } });
-    missing.close();
+    for (const [cwd, code] of [
+      ['/proc', 'FORBIDDEN'],
+      ['proc-link', 'FORBIDDEN'],
+      ['missing', 'NOT_FOUND'],
+    ]) {
+      const refused = await ShellClient.start(shells.url, shells.agent.token(['shell']), { cwd });
+      expect({ cwd, frame: refused.frames.at(-1) }).toMatchObject({
+        cwd,
+        frame: { type: 'error', error: { code } },
+      });
+      refused.close();
+    }
   });
 
   it("builds the environment from scratch: the request's variables, never the agent's", async () => {

@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { createLogger, SANDBOX_WORKSPACE, SandboxNamespace } from '@sbx/service-kit';
+import { createLogger, SandboxNamespace } from '@sbx/service-kit';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import type { AgentContext, AgentFeature } from '../../src/agent-context.js';
 import { staticKeySource, type KeySource } from '../../src/adapters/key-source.js';
@@ -22,7 +22,7 @@ export interface TestAgent extends RunningAgent {
   readonly key: SigningKey;
   /** The workspace's host path (where the test reads and writes behind the agent's back). */
   readonly workspace: string;
-  /** The workspace as the sandbox's processes and the file API name it: /workspace when confined. */
+  /** The workspace as the sandbox's processes and the file API name it (its host path in these tests). */
   readonly sandboxWorkspace: string;
   /** Every log line the agent wrote, to assert what was (not) logged. */
   readonly logs: string[];
@@ -85,7 +85,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
   const metrics = createPromAgentMetrics();
   const ctx: AgentContext = {
     sandboxId,
-    workspace: new PathGuard(workspace, sandbox === undefined ? workspace : SANDBOX_WORKSPACE),
+    workspace: new PathGuard(workspace, options.confined?.hidePaths ?? []),
     logger: createLogger({ service: 'agent-test', level: 'debug', destination: sink }),
     now,
     launcher: sandbox?.launcher ?? options.launcher?.(workspace) ?? directLauncher(),
@@ -121,7 +121,7 @@ export async function startTestAgent(options: TestAgentOptions = {}): Promise<Te
     ctx,
     key,
     workspace,
-    sandboxWorkspace: ctx.workspace.sandboxRoot,
+    sandboxWorkspace: ctx.workspace.workspace,
     logs,
     close,
     [Symbol.asyncDispose]: close,

@@ -3,7 +3,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { fsError } from './fs-errors.js';
 import type { PathGuard } from './path-guard.js';
-import { confirmInside } from './safe-open.js';
+import { openConfirmed } from './safe-open.js';
 
 /**
  * Names under `/proc/self/fd/<n>/` are looked up in the directory that descriptor holds,
@@ -23,15 +23,11 @@ export class DirHandle {
 
   /** Opens a directory the guard resolved (symlink-free) and checks where it really is. */
   static async open(guard: PathGuard, host: string, display: string): Promise<DirHandle> {
-    const handle = await open(host, DIRECTORY_FLAGS).catch((err: unknown) => {
-      throw fsError(err, display);
-    });
-    try {
-      await confirmInside(guard, handle, display);
-    } catch (err) {
-      await handle.close();
-      throw err;
-    }
+    const handle = await openConfirmed(guard, display, () =>
+      open(host, DIRECTORY_FLAGS).catch((err: unknown) => {
+        throw fsError(err, display);
+      }),
+    );
     return new DirHandle(handle, host);
   }
 

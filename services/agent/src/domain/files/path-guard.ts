@@ -1,5 +1,5 @@
 import type { BigIntStats } from 'node:fs';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { lstat, mkdir, readlink, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SbxError, type ErrorCode } from '@sbx/protocol';
@@ -46,6 +46,15 @@ type LinkTarget = { readonly kind: 'inside'; readonly real: string } | { readonl
 /** Kernel interfaces: the agent's own `/proc` is not the sandbox's (it lives in the host's pid namespace). */
 const KERNEL_PATHS = ['/proc'];
 
+/** A private path by the name the walk will meet it under (a symlinked name resolved). */
+function realPathOf(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
 function deviceOf(dir: string): bigint | undefined {
   try {
     return statSync(dir, { bigint: true }).dev;
@@ -84,7 +93,7 @@ export class PathGuard {
     readonly workspace: string,
     privatePaths: readonly string[] = [],
   ) {
-    this.#refusedPaths = [...KERNEL_PATHS, ...privatePaths.map((p) => path.resolve(p))];
+    this.#refusedPaths = [...KERNEL_PATHS, ...privatePaths.map(realPathOf)];
     this.#kernelDevices = new Set(
       KERNEL_PATHS.map(deviceOf).filter((dev): dev is bigint => dev !== undefined),
     );
@@ -103,6 +112,11 @@ export class PathGuard {
   /** Whether the file API may reach `hostPath` (absolute, as the agent sees it). */
   contains(hostPath: string): boolean {
     return !this.#refusedPaths.some((p) => hostPath === p || hostPath.startsWith(`${p}/`));
+  }
+
+  /** Whether moving or deleting `hostPath` would carry a refused path along with it. */
+  holdsRefused(hostPath: string): boolean {
+    return this.#refusedPaths.some((p) => hostPath === '/' || p.startsWith(`${hostPath}/`));
   }
 
   /** Whether stats describe something on a kernel filesystem (`/proc` reached by any name). */
@@ -132,6 +146,7 @@ export class PathGuard {
       brokenFinal: 'NOT_FOUND',
     });
     if (resolved.stats === undefined) throw new SbxError('NOT_FOUND', `${target.display} does not exist`);
+    if (this.holdsRefused(resolved.host)) throw refused(target.display);
     return { ...resolved, stats: resolved.stats };
   }
 

@@ -11,28 +11,57 @@ export interface OpenedFile {
   readonly stats: BigIntStats;
 }
 
+/** Attempts before a descriptor whose name keeps leading elsewhere is refused. */
+const OPEN_ATTEMPTS = 3;
+
+type Placement = 'confirmed' | 'renamed' | 'refused';
+
 /**
  * Where the kernel says an open descriptor really is. Between the guard's walk and
  * `open`, a process in the sandbox could swap a directory for a symlink; the
- * descriptor's own path cannot lie about where it ended up.
+ * descriptor's own path cannot lie about where it ended up. That name must not be a
+ * refused one, and must lead to this very file in the agent's view: a file reached through
+ * another view (a descriptor's magic link) has no such name here. A file replaced under its
+ * name meanwhile (an atomic save) also fails that test: `renamed`, opened again by callers.
  */
-export async function confirmInside(guard: PathGuard, handle: FileHandle, display: string): Promise<void> {
+async function placementOf(guard: PathGuard, handle: FileHandle): Promise<Placement> {
   let opened: string;
   try {
     opened = await readlink(`/proc/self/fd/${handle.fd}`);
   } catch {
-    return; // no /proc (not Linux): the guard's walk is the only check
+    return 'confirmed'; // no /proc (not Linux): the guard's walk is the only check
   }
   const held = await handle.stat({ bigint: true });
-  // The name the kernel gives must lead to this very file in the agent's view: a file
-  // reached through another view (a descriptor's magic link) has no such name here.
+  if (!guard.contains(opened.replace(/ \(deleted\)$/, '')) || guard.isKernelFile(held)) return 'refused';
   const named = await stat(opened, { bigint: true }).catch(() => undefined);
-  const sameFile = named !== undefined && named.dev === held.dev && named.ino === held.ino;
-  if (!sameFile || !guard.contains(opened) || guard.isKernelFile(held)) {
-    throw new SbxError(
-      'FORBIDDEN',
-      `${display} was swapped for a path the file API does not serve while it was being opened`,
-    );
+  return named !== undefined && named.dev === held.dev && named.ino === held.ino ? 'confirmed' : 'renamed';
+}
+
+function swapped(display: string): SbxError {
+  return new SbxError(
+    'FORBIDDEN',
+    `${display} was swapped for a path the file API does not serve while it was being opened`,
+  );
+}
+
+/**
+ * Opens with `opener` and confirms where the descriptor is (placementOf), opening again
+ * when the file was replaced meanwhile; closes and throws FORBIDDEN otherwise.
+ */
+export async function openConfirmed(
+  guard: PathGuard,
+  display: string,
+  opener: () => Promise<FileHandle>,
+): Promise<FileHandle> {
+  for (let attempt = 1; ; attempt++) {
+    const handle = await opener();
+    const placement = await placementOf(guard, handle).catch(async (err: unknown) => {
+      await handle.close();
+      throw err;
+    });
+    if (placement === 'confirmed') return handle;
+    await handle.close();
+    if (placement === 'refused' || attempt >= OPEN_ATTEMPTS) throw swapped(display);
   }
 }
 
@@ -42,12 +71,11 @@ export async function confirmInside(guard: PathGuard, handle: FileHandle, displa
  * (and is refused by the type check on the descriptor, before any read).
  */
 export async function openRegularFile(guard: PathGuard, host: string, display: string): Promise<OpenedFile> {
-  let handle: FileHandle;
-  try {
-    handle = await open(host, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    throw fsError(err, display);
-  }
+  const handle = await openConfirmed(guard, display, () =>
+    open(host, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch((err: unknown) => {
+      throw fsError(err, display);
+    }),
+  );
   try {
     const stats = await handle.stat({ bigint: true });
     if (!stats.isFile()) {
@@ -56,7 +84,6 @@ export async function openRegularFile(guard: PathGuard, host: string, display: s
         `${display} is ${describeSpecial(stats)}; only regular files can be read`,
       );
     }
-    await confirmInside(guard, handle, display);
     return { handle, stats };
   } catch (err) {
     await handle.close();
