@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { BrokerClient, NotFoundError, SessionExpiredError } from '@sbx/client';
 import { startRealBroker, type RealBroker } from '../../client/test/support.js';
+import { liftOwnerShare } from '../../../services/broker/test/support/owner-share.js';
 import { CliStore, type CachedBinding, type CachedThread } from '../src/store.js';
 import { sbxRunner, type SbxRunner } from './support.js';
 
@@ -74,6 +75,8 @@ async function expectNoSandbox(thread: string): Promise<void> {
 
 beforeAll(async () => {
   real = await startRealBroker();
+  // One login ensures a thread per test here: more than the default per-owner share of five.
+  await liftOwnerShare(real.harness.repositories, real.harness.tenantId);
   cli = sbxRunner();
   elsewhere = new BrokerClient({ baseUrl: real.harness.url, apiKey: real.apiKey });
   const login = await cli.sbx(['login', '--broker', real.harness.url, '--actor', 'usr:stale'], {

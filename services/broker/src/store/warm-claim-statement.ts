@@ -104,7 +104,8 @@ function roomLeft(sandbox: ClaimedSandbox, room: ClaimRoom): Prisma.Sql {
     SELECT count(*) FROM sandboxes WHERE tenant_id = ${sandbox.tenantId} ${owner} AND live
       AND state::text IN (${Prisma.join([...RUNNING_STATES])}))`;
   const tenant = Prisma.sql`${running(Prisma.empty)} < ${room.maxSandboxes}`;
-  return room.maxSandboxesPerOwner === null
+  // A per-owner limit at or above the tenant's adds nothing (as in sandbox-quota.ts).
+  return room.maxSandboxesPerOwner === null || room.maxSandboxesPerOwner >= room.maxSandboxes
     ? tenant
     : Prisma.sql`${tenant} AND ${running(Prisma.sql`AND owner_id = ${sandbox.ownerId}`)} < ${room.maxSandboxesPerOwner}`;
 }

@@ -33,7 +33,7 @@ export type ClaimedSandbox = Omit<
 /** The running-sandbox limits a claim must leave room in (the tenant's policy). */
 export interface ClaimRoom {
   readonly maxSandboxes: number;
-  /** null: the owner may use all of the tenant's. */
+  /** null (or at least `maxSandboxes`): the owner may use all of the tenant's. */
   readonly maxSandboxesPerOwner: number | null;
 }
 

@@ -9,6 +9,7 @@ import { sandboxLockKey } from '../../src/domain/lifecycle/sandbox-lock.js';
 import { bearer } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 import { adminKeys, errorCode, makeSandbox, type AdminKeys, type MadeSandbox } from './admin-kit.js';
 
 describeEachBackend('admin sandbox actions', (backend) => {
@@ -18,6 +19,7 @@ describeEachBackend('admin sandbox actions', (backend) => {
   let made: MadeSandbox[];
 
   beforeAll(async () => {
+    await liftOwnerShare(broker.repositories, broker.tenantId); // one owner makes six
     keys = await adminKeys(broker);
     ownerKey = await broker.apiKey({
       scopes: ['read:sandbox', 'write:sandbox'],

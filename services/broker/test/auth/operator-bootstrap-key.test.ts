@@ -7,11 +7,13 @@ import request from 'supertest';
 import { ConfigError } from '@sbx/service-kit';
 import { loadBrokerConfig } from '../../src/config.js';
 import { importBootstrapKey } from '../../src/domain/auth/bootstrap.js';
+import { DEFAULT_TENANT_ID } from '../../src/domain/auth/principal.js';
 import { createOidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
 import { bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { startTestOidcIssuer, type TestOidcIssuer } from '../support/test-oidc-issuer.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 import { OPERATOR_SECRETS } from './operator-secrets.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
@@ -38,6 +40,8 @@ describe(`operator-chosen bootstrap keys [${backend.name}]`, () => {
     oidc: createOidcVerifier({ issuer: issuer.issuer, audience: issuer.audience, jwksUri: issuer.jwksUri }),
   }));
   const db = () => broker.database;
+  // Every bootstrap key is the default tenant's `admin`: one owner across the tests.
+  beforeAll(() => liftOwnerShare(broker.repositories, DEFAULT_TENANT_ID));
   afterAll(async () => {
     await issuer.close();
   });

@@ -10,6 +10,7 @@ import { introspectionAuthorization, OPAQUE_TOKEN_PREFIX, type SigningKey } from
 import { ALL_CALLER_SCOPES, bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 import { sandboxKey } from './exchange-support.js';
 
 const backend = backends.find((b) => b.available) ?? backends[backends.length - 1]!;
@@ -20,6 +21,7 @@ describe(`opaque tokens and introspection [${backend.name}]`, () => {
   let admin: string;
 
   beforeAll(async () => {
+    await liftOwnerShare(broker.repositories, broker.tenantId); // one orchestrator, many threads
     orchestrator = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox', 'attach:sandbox'] });
     admin = await broker.apiKey({ scopes: [...ALL_CALLER_SCOPES] });
   });

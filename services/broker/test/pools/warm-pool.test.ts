@@ -5,7 +5,7 @@
 // reconciler leaves warm sandboxes alone but clears a dead instance's, and a clean
 // shutdown destroys them.
 import { randomUUID } from 'node:crypto';
-import { expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { reconcileAtStartup } from '../../src/domain/lifecycle/startup-reconcile.js';
 import { SigningKey } from '@sbx/tokens';
@@ -13,6 +13,7 @@ import { createLogger } from '@sbx/service-kit';
 import { bearer, type BrokerHarness } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 import type { FakeProvider } from '../../src/providers/fake-provider.js';
 import { until } from '../process/broker-process.js';
 import { ReaperRepository } from '../../src/store/reaper-repository.js';
@@ -24,6 +25,9 @@ describeEachBackend('warm pool (fake provider)', (backend) => {
     warmPoolSize: POOL,
     rateLimits: { perWindow: { negotiate: 10_000, session: 10_000 }, windowMs: 60_000 },
   });
+
+  // Concurrent ensures of one owner take the whole pool: more than the default share.
+  beforeAll(() => liftOwnerShare(broker.repositories, broker.tenantId));
 
   const warmIds = async (harness: Pick<BrokerHarness<FakeProvider>, 'repositories'> = broker) =>
     new Set((await harness.repositories.warmPool.listAll('fake')).map((row) => row.id));

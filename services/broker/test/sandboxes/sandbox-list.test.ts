@@ -19,6 +19,7 @@ import {
 import { bearer } from '../support/broker-harness.js';
 import { backends } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 
 const backend = backends.find((b) => b.name === 'postgres' && b.available) ?? backends[0]!;
 const OWNER_SCOPES = ['read:sandbox', 'write:sandbox'];
@@ -93,6 +94,7 @@ describe(`listing sandboxes [${backend.name}]`, () => {
     const reusedThread = `thr_${randomUUID()}`;
 
     beforeAll(async () => {
+      await liftOwnerShare(broker.repositories, broker.tenantId); // the owner makes more than five
       keys.owner = await broker.apiKey({ scopes: OWNER_SCOPES, principalId: `usr_${randomUUID()}` });
       keys.neighbour = await broker.apiKey({ scopes: OWNER_SCOPES, principalId: `usr_${randomUUID()}` });
       keys.stranger = await broker.apiKey({ scopes: OWNER_SCOPES, tenantId: `tenant_${randomUUID()}` });
@@ -296,7 +298,9 @@ describe(`listing sandboxes [${backend.name}]`, () => {
 
     beforeAll(async () => {
       // A tenant of its own: the filters' sandboxes fill the harness tenant's quota of 10.
-      key = await broker.apiKey({ scopes: OWNER_SCOPES, tenantId: `tenant_${randomUUID()}` });
+      const tenantId = `tenant_${randomUUID()}`;
+      await liftOwnerShare(broker.repositories, tenantId); // five, and one more between pages
+      key = await broker.apiKey({ scopes: OWNER_SCOPES, tenantId });
       for (let i = 0; i < 5; i += 1) created.push((await create(key, { name: `page-${i}` })).id);
     }, 120_000);
 

@@ -9,6 +9,7 @@ import { sandboxLockKey } from '../../src/domain/lifecycle/sandbox-lock.js';
 import { bearer } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 
 describeEachBackend('provisioning', (backend) => {
   const broker = useBroker(backend, { settings: { provisioningWaitMs: 300 } });
@@ -16,6 +17,7 @@ describeEachBackend('provisioning', (backend) => {
   let key: string;
 
   beforeAll(async () => {
+    await liftOwnerShare(broker.repositories, broker.tenantId); // one owner, many threads
     key = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
   });
 

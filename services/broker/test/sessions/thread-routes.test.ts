@@ -8,6 +8,7 @@ import { createVerifier, mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { bearer } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
+import { liftOwnerShare } from '../support/owner-share.js';
 
 describeEachBackend('thread routes', (backend) => {
   const broker = useBroker(backend);
@@ -15,6 +16,7 @@ describeEachBackend('thread routes', (backend) => {
   let agent: string;
 
   beforeAll(async () => {
+    await liftOwnerShare(broker.repositories, broker.tenantId); // each owner opens many threads
     const scopes = ['read:sandbox', 'write:sandbox', 'exec:sandbox', 'attach:sandbox'];
     human = await broker.apiKey({ scopes, principalType: 'user', principalId: 'usr_dev' });
     // A delegated agent would share the owner; here a separate owner keeps its own sandbox.

@@ -4,8 +4,10 @@
 // it is checked like a creation, otherwise suspending and resuming in turn
 // would run any number of agents.
 //
-// `max_sandboxes_per_owner` (when set) bounds one owner's share of them, so a
-// single user cannot fill the tenant's quota and lock the others out. Neither
+// `max_sandboxes_per_owner` (by default half of `max_sandboxes`, rounded up:
+// `defaultOwnerShare`) bounds one owner's share of them, so a single user cannot
+// fill the tenant's quota and lock the others out; a share at or above
+// `max_sandboxes` adds nothing and only the tenant's limit is checked. Neither
 // refusal names a live count: a caller learns its limit, not how busy the
 // tenant (or anyone else in it) is.
 import { SbxError } from '@sbx/protocol';
@@ -25,7 +27,7 @@ export async function assertRoomForAgent(
 ): Promise<void> {
   // A soft limit: concurrent starts may overshoot it by a few, never by a lot.
   const perOwner = policy.maxSandboxesPerOwner;
-  if (perOwner !== null && perOwner !== undefined) {
+  if (perOwner < policy.maxSandboxes) {
     const mine = await sandboxes.countRunning(subject.tenantId, subject.ownerId);
     if (mine >= perOwner) {
       throw new SbxError('FORBIDDEN', `the per-owner limit of ${perOwner} running sandboxes is reached`);

@@ -20,8 +20,11 @@ export interface PolicyDefaults {
 export interface EffectivePolicy {
   readonly sandboxEnabled: boolean;
   readonly maxSandboxes: number;
-  /** null: an owner may use all of the tenant's `maxSandboxes`. */
-  readonly maxSandboxesPerOwner: number | null;
+  /**
+   * The running sandboxes one owner may have: the stored value, or the default share
+   * (`defaultOwnerShare`) when the tenant sets none. At or above `maxSandboxes` it adds nothing.
+   */
+  readonly maxSandboxesPerOwner: number;
   readonly idleTimeoutSeconds: number;
   readonly hardTtlSeconds: number;
   readonly maxTokenTtlSeconds: number;
@@ -43,7 +46,7 @@ export async function effectivePolicy(
   return {
     sandboxEnabled: stored.sandboxEnabled,
     maxSandboxes: stored.maxSandboxes,
-    maxSandboxesPerOwner: stored.maxSandboxesPerOwner,
+    maxSandboxesPerOwner: stored.maxSandboxesPerOwner ?? defaultOwnerShare(stored.maxSandboxes),
     idleTimeoutSeconds: configured.idleTimeoutSeconds,
     hardTtlSeconds: configured.hardTtlSeconds,
     maxTokenTtlSeconds:
@@ -54,6 +57,15 @@ export async function effectivePolicy(
     allowedCapabilities: capabilityCeiling(stored.allowedCapabilities),
     limits: limitsOf(stored),
   };
+}
+
+/**
+ * One owner's share of a tenant whose policy names no `max_sandboxes_per_owner`: half of
+ * `max_sandboxes`, rounded up (10 -> 5, 3 -> 2, 1 -> 1), so with two owners or more no one
+ * of them can lock the others out; an admin lifts it by setting the field (docs/security.md).
+ */
+export function defaultOwnerShare(maxSandboxes: number): number {
+  return Math.max(1, Math.ceil(maxSandboxes / 2));
 }
 
 /** What each sandbox of a tenant with this stored policy may use. */
