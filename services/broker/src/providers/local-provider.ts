@@ -19,7 +19,7 @@ import {
   type LocalProviderOptions,
   type LocalSettings,
 } from './local-settings.js';
-import { sweepSandbox } from './process-sweep.js';
+import { sweepCrashed, sweepSandbox } from './process-sweep.js';
 import {
   assertSandboxId,
   providerUnavailable,
@@ -43,9 +43,10 @@ import {
   type SandboxRecord,
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
-import { prepareSandbox, removeSandbox } from './sandbox-preparation.js';
+import { admitWorkspace, prepareSandbox, removeSandbox } from './sandbox-preparation.js';
 import { addRevocations, replaceFile, replaceKeyFile } from './revocation-file.js';
 import { SerialQueue } from './serial-queue.js';
+import { DiskBudget } from './disk-budget.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
 
@@ -63,6 +64,8 @@ export class LocalProvider implements SandboxProvider {
   /** Sandboxes whose agent crashed (or failed to start) since their last good start. */
   readonly #failed = new Set<string>();
   readonly #queue = new SerialQueue();
+  /** Workspace images promise their size: never more than the disk holds (disk-budget.ts). */
+  readonly #disk: DiskBudget | undefined;
   /** Revocations have their own queue: they must not wait behind a slow start. */
   readonly #revocations = new SerialQueue();
   #closing: Promise<void> | undefined;
@@ -70,6 +73,8 @@ export class LocalProvider implements SandboxProvider {
   private constructor(settings: LocalSettings) {
     this.#settings = settings;
     this.isolation = settings.isolation;
+    this.#disk =
+      settings.volumes === undefined ? undefined : new DiskBudget(settings.dataDir, settings.diskReserve);
     process.on('exit', this.#killAllNow);
   }
 
@@ -99,10 +104,14 @@ export class LocalProvider implements SandboxProvider {
       if (this.#agents.has(spec.sandboxId) || (await sandboxFilesExist(paths)))
         throw sandboxExists(spec.sandboxId);
       assertNetworkPolicy(this.#settings, base.network);
+      // Refused before anything is made; held until the image exists (no two promise the same bytes).
+      const admission = await admitWorkspace(this.#disk, base);
       try {
         const record = await prepareSandbox(this.#settings, this.#queue, base, paths, spec.signingKey);
+        admission?.release();
         return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
       } catch (err) {
+        admission?.release();
         // A sandbox that never came up leaves nothing behind.
         await removeSandbox(this.#settings, paths);
         this.#failed.delete(spec.sandboxId);
@@ -122,6 +131,7 @@ export class LocalProvider implements SandboxProvider {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       const record = await keptSandboxRecord(paths, sandboxId, this.#settings.volumes !== undefined);
       assertNetworkPolicy(this.#settings, record.network);
+      if (record.volume === true) (await admitWorkspace(this.#disk, record))?.release();
       await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
       // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
       return this.#launch(this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined }, paths);
@@ -284,17 +294,7 @@ export class LocalProvider implements SandboxProvider {
       { sandbox_id: sandboxId, code: exit.code, signal: exit.signal },
       'sandbox agent exited',
     );
-    // In the sandbox's queue: a restart asked for meanwhile waits until the leftovers are gone.
-    this.#queue
-      .run(sandboxId, () =>
-        sweepSandbox(sandboxId, live.paths.workspace, live.record.hostUid, this.#settings.cgroups),
-      )
-      .catch((err: unknown) =>
-        this.#settings.logger.warn(
-          { sandbox_id: sandboxId, err },
-          'could not sweep the workspace of a crashed agent',
-        ),
-      );
+    sweepCrashed(this.#queue, this.#settings, sandboxId, live);
     this.#settings.onAgentExit?.(sandboxId, exit.code, exit.signal);
   }
 }

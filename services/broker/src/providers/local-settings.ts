@@ -9,6 +9,7 @@ import {
   type LocalIsolation,
   type ResolvedIsolation,
 } from './isolation.js';
+import type { DiskReserve } from './disk-budget.js';
 import { detectCgroups, type SandboxCgroups } from './sandbox-cgroups.js';
 import { PROBE_UID } from './sandbox-users.js';
 import { detectWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volumes.js';
@@ -41,6 +42,8 @@ export interface LocalProviderOptions {
   readonly agentIntrospectionUrl?: string | (() => string | undefined) | undefined;
   /** An agent that was running ended without being asked to (crash, OOM kill). */
   readonly onAgentExit?: AgentExitListener;
+  /** What the data directory's filesystem keeps free of workspace promises (default: disk-budget.ts). */
+  readonly diskReserve?: DiskReserve;
 }
 
 /** The options with every default applied and every probe done. */
@@ -69,6 +72,7 @@ export interface LocalSettings {
   readonly agentAllowedOrigins: readonly string[];
   readonly agentIntrospectionUrl: string | (() => string | undefined) | undefined;
   readonly onAgentExit: AgentExitListener | undefined;
+  readonly diskReserve: DiskReserve | undefined;
 }
 
 export async function resolveLocalSettings(options: LocalProviderOptions): Promise<LocalSettings> {
@@ -119,6 +123,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     agentAllowedOrigins: options.agentAllowedOrigins ?? [],
     agentIntrospectionUrl: options.agentIntrospectionUrl,
     onAgentExit: options.onAgentExit,
+    diskReserve: options.diskReserve,
   };
 }
 

@@ -1,6 +1,9 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import path from 'node:path';
+import type { LiveAgent } from './live-agent.js';
+import type { LocalSettings } from './local-settings.js';
 import type { SandboxCgroups } from './sandbox-cgroups.js';
+import type { SerialQueue } from './serial-queue.js';
 
 /**
  * Kills every process whose working directory is inside `dir` (Linux /proc; a no-op
@@ -64,4 +67,26 @@ export async function sweepSandbox(
   await killProcessesWorkingIn(workspace);
   if (hostUid !== undefined) await killProcessesOf(hostUid);
   await cgroups?.remove(sandboxId);
+}
+
+/**
+ * Sweeps what a crashed agent left, in the sandbox's queue: a restart asked for meanwhile
+ * waits until the leftovers are gone. A failure is logged, never thrown.
+ */
+export function sweepCrashed(
+  queue: SerialQueue,
+  settings: Pick<LocalSettings, 'cgroups' | 'logger'>,
+  sandboxId: string,
+  live: Pick<LiveAgent, 'paths' | 'record'>,
+): void {
+  queue
+    .run(sandboxId, () =>
+      sweepSandbox(sandboxId, live.paths.workspace, live.record.hostUid, settings.cgroups),
+    )
+    .catch((err: unknown) =>
+      settings.logger.warn(
+        { sandbox_id: sandboxId, err },
+        'could not sweep the workspace of a crashed agent',
+      ),
+    );
 }

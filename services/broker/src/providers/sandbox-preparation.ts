@@ -1,4 +1,5 @@
 import type { SigningKey } from '@sbx/tokens';
+import type { DiskAdmission, DiskBudget } from './disk-budget.js';
 import type { LocalSettings } from './local-settings.js';
 import {
   readSandboxRecord,
@@ -39,6 +40,18 @@ export async function prepareSandbox(
   const bytes = (record.limits ?? DEFAULT_SANDBOX_LIMITS).diskBytes;
   await settings.volumes?.create(paths.volumeFile, paths.workspace, bytes, record.hostUid);
   return record;
+}
+
+/**
+ * Admits a workspace of the record's size against the disk (disk-budget.ts): refused with
+ * 507 before anything is made. A resumed image is counted once, credited with what it
+ * already occupies; a new one's admission is held until its image exists.
+ */
+export async function admitWorkspace(
+  disk: DiskBudget | undefined,
+  record: SandboxRecord,
+): Promise<DiskAdmission | undefined> {
+  return disk?.admit(record.sandboxId, (record.limits ?? DEFAULT_SANDBOX_LIMITS).diskBytes);
 }
 
 /** Deletes a sandbox's files, its workspace volume unmounted first. */

@@ -1,7 +1,7 @@
 // The revocation list the local provider keeps next to a sandbox's key: merged, pruned
 // of expired tokens, `not_before` only moving forward, always replaced whole.
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SigningKey } from '@sbx/tokens';
@@ -14,6 +14,8 @@ afterEach(() => {
 });
 function stateDir(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'sbx-revocations-'));
+  // As a root broker makes it: the group is the sandbox user's, whose agent reads the files.
+  if (process.getuid?.() === 0) chownSync(dir, 0, 254_321);
   dirs.push(dir);
   return dir;
 }
@@ -43,7 +45,9 @@ describe('revocation file', () => {
     // Later: tok_a expired and leaves the list; an older not_before changes nothing.
     await addRevocations(dir, { jtis: [], notBefore: new Date(now - 10_000) }, now + 90_000);
     expect(listIn(dir)).toEqual({ version: 1, not_before: now / 1000, jtis: { tok_b: now / 1000 + 120 } });
-    expect(statSync(path.join(dir, REVOCATION_FILE)).mode & 0o777).toBe(0o600);
+    // Readable by the directory's group (the sandbox user's, whose agent reads it), by nobody else.
+    expect(statSync(path.join(dir, REVOCATION_FILE)).mode & 0o777).toBe(0o640);
+    expect(statSync(path.join(dir, REVOCATION_FILE)).gid).toBe(statSync(dir).gid);
     expect(readdirSync(dir)).toEqual([REVOCATION_FILE]); // no scratch file left behind
   });
 
@@ -53,14 +57,15 @@ describe('revocation file', () => {
     await expect(addRevocations(dir, { jtis: [] }, Date.now())).rejects.toThrow(/JSON/);
   });
 
-  it('replaces the key file whole, 0600', async () => {
+  it('replaces the key file whole, 0640 to the directory’s group', async () => {
     const dir = stateDir();
     const file = path.join(dir, 'agent.key');
     writeFileSync(file, SigningKey.generate().toBase64url(), { mode: 0o600 });
     const key = SigningKey.generate();
     await replaceKeyFile(file, key);
     expect(readFileSync(file, 'utf8')).toBe(key.toBase64url());
-    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(file).mode & 0o777).toBe(0o640);
+    expect(statSync(file).gid).toBe(statSync(dir).gid);
   });
 });
 
