@@ -1,6 +1,7 @@
 // What the two images promise an operator, read off their Dockerfiles (no engine runs here):
-// non-root, tini as PID 1, a health check, pinned bases, no secrets baked in; for the agent
-// image also the contract of docs/deploy.md (uid 1000, /workspace volume, python3 and node).
+// tini as PID 1, a health check, pinned bases, no secrets baked in; the broker non-root; for the
+// agent image also the contract of docs/deploy.md (started as root, the agent's identity split
+// at once by setpriv: real 1001, effective 1000 (D22); /workspace volume, python3 and node).
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -25,6 +26,12 @@ const dockerfileOf = (image: (typeof IMAGES)[number]): Dockerfile =>
   readDockerfile(path.join(DOCKER_DIR, `${image}.Dockerfile`));
 
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|PRIVATE/i;
+/** What the agent image runs before tini: real ids `sbx-agent`, effective ids `sandbox`, no groups. */
+// prettier-ignore
+const AGENT_SPLIT = [
+  '/usr/bin/setpriv', '--ruid', '1001', '--euid', '1000', '--rgid', '1001', '--egid', '1000', '--clear-groups', '--',
+];
+const BEFORE_TINI = { broker: [], agent: AGENT_SPLIT };
 
 describe('the Dockerfile reader', () => {
   it('joins continuations, reads flags and the exec form, and splits stages', () => {
@@ -74,17 +81,11 @@ describe.each(IMAGES)('the %s image', (image) => {
     }
   });
 
-  it('runs as a non-root user in the final stage', () => {
-    const user = lastInstruction(last, 'USER')?.args;
-    expect(user).toBeDefined();
-    const [uid] = (user ?? '').split(':');
-    expect(uid).toMatch(/^\d+$/); // numeric, so Kubernetes can verify runAsNonRoot
-    expect(Number(uid)).toBeGreaterThan(0);
-  });
-
-  it('runs under tini as PID 1', () => {
-    const entrypoint = lastInstruction(last, 'ENTRYPOINT')?.exec;
-    expect(entrypoint?.slice(0, 2)).toEqual(['/usr/bin/tini', '--']);
+  it('runs under tini as PID 1 (the agent image: after setpriv, which execs it)', () => {
+    const entrypoint = lastInstruction(last, 'ENTRYPOINT')?.exec ?? [];
+    const tini = entrypoint.indexOf('/usr/bin/tini');
+    expect(entrypoint.slice(0, tini)).toEqual(BEFORE_TINI[image]);
+    expect(entrypoint.slice(tini, tini + 2)).toEqual(['/usr/bin/tini', '--']);
     expect(instructions(last, 'RUN').some((run) => /apt-get install[^&]*\btini\b/.test(run.args))).toBe(true);
   });
 
@@ -92,8 +93,9 @@ describe.each(IMAGES)('the %s image', (image) => {
     const check = lastInstruction(last, 'HEALTHCHECK');
     expect(check?.args).toMatch(/^CMD /);
     const command = JSON.parse(check?.args.slice('CMD '.length) ?? '[]') as string[];
-    expect(command.slice(0, 2)).toEqual(['node', '-e']);
-    expect(command[2]).toMatch(/fetch\(.*\/healthz/);
+    const node = command.indexOf('node');
+    expect(command.slice(node, node + 2)).toEqual(['node', '-e']);
+    expect(command[node + 2]).toMatch(/fetch\(.*\/healthz/);
     expect(check?.flags['interval']).toBeDefined();
   });
 
@@ -129,14 +131,43 @@ describe('the agent image', () => {
   const dockerfile = dockerfileOf('agent');
   const last = finalStage(dockerfile);
 
-  it('is the sandbox user 1000:1000, whose home is the /workspace volume', () => {
-    expect(lastInstruction(last, 'USER')?.args).toBe('1000:1000');
+  it("starts as root only to split the agent's identity at once, for every capability to go", () => {
+    // Root, for setpriv; the providers grant it CAP_SETUID and CAP_SETGID alone.
+    expect(lastInstruction(last, 'USER')?.args).toBe('0:0');
+    const entrypoint = lastInstruction(last, 'ENTRYPOINT')?.exec;
+    expect(entrypoint).toEqual([...AGENT_SPLIT, '/usr/bin/tini', '--', 'node', '/opt/sbx/agent/main.mjs']);
+    const runs = instructions(last, 'RUN').map((run) => run.args);
+    // setpriv is util-linux's (essential in Debian); the build checks it is there.
+    expect(runs.some((run) => run.includes('test -x /usr/bin/setpriv'))).toBe(true);
+    // The health check runs as the container's user (root) unless it drops that first.
+    const check = JSON.parse(
+      lastInstruction(last, 'HEALTHCHECK')?.args.slice('CMD '.length) ?? '[]',
+    ) as string[];
+    // prettier-ignore
+    expect(check.slice(0, check.indexOf('node'))).toEqual([
+      '/usr/bin/setpriv', '--reuid', '65534', '--regid', '65534', '--clear-groups', '--',
+    ]);
+  });
+
+  it('has the sandbox user 1000:1000, whose home is the /workspace volume, and the agent 1001:1001', () => {
     const runs = instructions(last, 'RUN').map((run) => run.args);
     expect(
       runs.some((run) => /useradd --uid 1000 --gid 1000 --home-dir \/workspace [^&]*\bsandbox\b/.test(run)),
     ).toBe(true);
+    // The agent's own identity: no home, no shell.
+    expect(
+      runs.some(
+        (run) =>
+          run.includes('groupadd --gid 1001 sbx-agent') &&
+          /useradd --uid 1001 --gid 1001 --home-dir \/nonexistent --no-create-home --shell \/usr\/sbin\/nologin sbx-agent/.test(
+            run,
+          ),
+      ),
+    ).toBe(true);
     // node:*-slim already has uid 1000 as `node`; it must go before `sandbox` can take it.
     expect(runs.some((run) => run.includes('userdel --remove node'))).toBe(true);
+    // A named volume copies this directory's owner: the user's.
+    expect(runs.some((run) => run.includes('chown 1000:1000 /workspace '))).toBe(true);
     expect(lastInstruction(last, 'VOLUME')?.exec ?? lastInstruction(last, 'VOLUME')?.args).toEqual([
       '/workspace',
     ]);
@@ -151,7 +182,7 @@ describe('the agent image', () => {
 
   it('runs the bundle that scripts/build-agent.mjs wrote in the build stage', () => {
     const entrypoint = lastInstruction(last, 'ENTRYPOINT')?.exec;
-    expect(entrypoint?.slice(2)).toEqual(['node', '/opt/sbx/agent/main.mjs']);
+    expect(entrypoint?.slice(-2)).toEqual(['node', '/opt/sbx/agent/main.mjs']);
     const build = dockerfile.stages.find((stage) => stage.name === 'build');
     expect(instructions(build!, 'RUN').map((run) => run.args)).toContain(
       'node scripts/build-agent.mjs /opt/sbx/agent',
@@ -172,16 +203,27 @@ describe('the agent image', () => {
     });
     expect(env.has('SANDBOX_SIGNING_KEY')).toBe(false);
     expect(lastInstruction(last, 'EXPOSE')?.args).toBe('8080');
+    // /run/sbx is root's, 0755: the user traverses it; what lies there only group 1001 reads.
     const runs = instructions(last, 'RUN').map((run) => run.args);
     expect(
-      runs.some((run) => /chown 1000:1000 .*\/run\/sbx/.test(run) && run.includes('chmod 0700 /run/sbx')),
+      runs.some((run) => run.includes('chown 0:0 /run/sbx') && run.includes('chmod 0755 /run/sbx')),
     ).toBe(true);
+    expect(runs.some((run) => /chown 1000[^&]*\/run\/sbx/.test(run))).toBe(false);
   });
 });
 
 describe('the broker image', () => {
   const dockerfile = dockerfileOf('broker');
   const last = finalStage(dockerfile);
+
+  // The agent image starts as root instead, for setpriv alone (see above).
+  it('runs as a non-root user in the final stage', () => {
+    const user = lastInstruction(last, 'USER')?.args;
+    expect(user).toBeDefined();
+    const [uid] = (user ?? '').split(':');
+    expect(uid).toMatch(/^\d+$/); // numeric, so Kubernetes can verify runAsNonRoot
+    expect(Number(uid)).toBeGreaterThan(0);
+  });
 
   it('listens on all interfaces at PORT (the broker defaults to loopback)', () => {
     const env = envOf(last);

@@ -6,6 +6,8 @@ import type { SandboxSpec, SidecarSpec } from '../provider.js';
 import type { SandboxLimits } from '../sandbox-limits.js';
 import { imageFor, limitsOr, type DockerSettings } from './docker-settings.js';
 import {
+  AGENT_CONTAINER_CAPABILITIES,
+  AGENT_CONTAINER_USER,
   KEY_FILE_NAME,
   RUN_DIR,
   SANDBOX_ENV_FILE_NAME,
@@ -24,9 +26,10 @@ type ProcessLimits = Pick<SandboxLimits, 'maxProcesses' | 'memoryBytes' | 'cpuMi
 type SandboxAgentEnv = AgentEnvVariables & { readonly AGENT_SANDBOX_ENV_FILE: string };
 
 /**
- * What every sandbox container gets (docs/provider-docker.md#hardening): a non-root user, no
- * capabilities, no privilege gain, Docker's default seccomp profile (never `unconfined`), a
- * read-only root with writable mounts only where the image contract says, and cgroup limits.
+ * What every sandbox container gets (docs/provider-docker.md#hardening): no capabilities, no
+ * privilege gain, Docker's default seccomp profile (never `unconfined`), a read-only root with
+ * writable mounts only where the image contract says, and cgroup limits. The user and the one
+ * exception to "no capabilities" (the agent container's setpriv) are each container's own.
  */
 function hardenedHostConfig(limits: ProcessLimits, mounts: Docker.MountConfig): Docker.HostConfig {
   return {
@@ -87,19 +90,23 @@ export function sandboxContainerSpec(spec: SandboxSpec, settings: DockerSettings
   const port = `${settings.agentPort}/tcp`;
   const labels = sandboxLabels(spec.sandboxId, spec.tenantId, 'agent');
   const hostConfig = hardenedHostConfig(limits, [
+    // Not NoCopy: a new volume takes the image's /workspace, owned by the user (1000:1000).
     volumeMount(names.workspaceVolume, WORKSPACE_DIR, false, labels),
     volumeMount(names.runVolume, RUN_DIR, true, labels),
   ]);
   return {
     name: names.container,
     Image: imageFor(settings, spec.template),
-    User: `${SANDBOX_UID}:${SANDBOX_UID}`,
+    // Root with CAP_SETUID and CAP_SETGID alone: the image's entrypoint (setpriv) gives the agent
+    // its own real ids and the user's effective ones, and the kernel then clears both (D22).
+    User: AGENT_CONTAINER_USER,
     Env: agentEnv(spec, settings),
     Labels: labels,
     WorkingDir: WORKSPACE_DIR,
     ExposedPorts: { [port]: {} },
     HostConfig: {
       ...hostConfig,
+      CapAdd: [...AGENT_CONTAINER_CAPABILITIES],
       Ulimits: [{ Name: 'fsize', Soft: limits.maxFileBytes, Hard: limits.maxFileBytes }],
       // Network-off sandboxes join an internal network: no egress, yet the broker reaches the agent.
       NetworkMode: spec.network === 'on' ? settings.network : settings.internalNetwork,

@@ -24,8 +24,22 @@ export const SANDBOX_ENV_FILE_NAME = 'sandbox-env.json';
 export const SIDECAR_RUN_DIR = '/run/sbx-sidecar';
 export const SIDECAR_TOKEN_FILE_NAME = 'token';
 
-/** The uid and gid every sandbox container runs as (the image's `sandbox` user). */
+/**
+ * The user's uid and gid (the image's `sandbox`): user code, the agent's effective ids, the
+ * owner of /workspace, and what the sidecar runs as.
+ */
 export const SANDBOX_UID = 1000;
+/**
+ * The agent's own uid and gid (the image's `sbx-agent`), its real ids under the split identity
+ * (D22). Its files in /run/sbx are readable by this group alone, so not by user code.
+ */
+export const AGENT_UID = 1001;
+/**
+ * The agent container starts as root, with only the capabilities the image's setpriv needs to
+ * split the agent's identity; the kernel clears them as it does (docs/provider-docker.md).
+ */
+export const AGENT_CONTAINER_USER = '0:0';
+export const AGENT_CONTAINER_CAPABILITIES: readonly string[] = ['SETUID', 'SETGID'];
 
 export interface SandboxNames {
   readonly container: string;

@@ -10,6 +10,7 @@ import type { Revocation } from '../provider.js';
 import { mergeRevocationList } from '../revocation-file.js';
 import { engine, engineError, isNotFound } from './docker-engine.js';
 import {
+  AGENT_UID,
   KEY_FILE_NAME,
   REVOCATIONS_FILE_NAME,
   RUN_DIR,
@@ -21,24 +22,29 @@ import {
 import { packTar, unpackTar, type TarFile } from './tar-archive.js';
 
 /**
- * Owned by root in a root-owned directory (the volume's root, NoCopy): the sandbox's user reads
- * them through its group and can neither rewrite nor replace them. Secrets are group-readable only.
+ * Owned by root in a root-owned directory (the volume's root, NoCopy, 0755), `0440`: only the
+ * group reads it, nobody can rewrite or replace it. The agent's own files (key, revocation list,
+ * client environment) are group 1001's, the agent's real group (D22): the agent reads them as
+ * itself, user code (uid and gid 1000, no other group) cannot read them at all.
  */
-function runFile(name: string, text: string, secret: boolean): TarFile {
-  return { name, content: Buffer.from(text, 'utf8'), mode: secret ? 0o440 : 0o444, uid: 0, gid: SANDBOX_UID };
+function ownFile(name: string, text: string, gid: number): TarFile {
+  return { name, content: Buffer.from(text, 'utf8'), mode: 0o440, uid: 0, gid };
 }
 
+const agentFile = (name: string, text: string): TarFile => ownFile(name, text, AGENT_UID);
+
 export function keyFile(key: SigningKey): TarFile {
-  return runFile(KEY_FILE_NAME, key.toBase64url(), true);
+  return agentFile(KEY_FILE_NAME, key.toBase64url());
 }
 
 /** `AGENT_SANDBOX_ENV_FILE`: always written, `{}` without a client policy row. */
 export function sandboxEnvFile(environment: Readonly<Record<string, string>> | undefined): TarFile {
-  return runFile(SANDBOX_ENV_FILE_NAME, JSON.stringify(environment ?? {}), false);
+  return agentFile(SANDBOX_ENV_FILE_NAME, JSON.stringify(environment ?? {}));
 }
 
+/** In the sidecar's own volume, which the sandbox container never mounts; the sidecar runs as 1000. */
 export function sidecarTokenFile(token: string): TarFile {
-  return runFile(SIDECAR_TOKEN_FILE_NAME, token, true);
+  return ownFile(SIDECAR_TOKEN_FILE_NAME, token, SANDBOX_UID);
 }
 
 export async function putFiles(
@@ -50,8 +56,23 @@ export async function putFiles(
   await engine(what, () => container.putArchive(packTar(files), { path: dir }));
 }
 
-export const putRunFiles = (container: Docker.Container, files: readonly TarFile[], what: string) =>
-  putFiles(container, RUN_DIR, files, what);
+/**
+ * Into the agent's key volume. A container made before the split identity (D22) runs its agent
+ * as the user (`User` 1000:1000), which reads its files through group 1000: they keep going to
+ * that group, or a revocation or rotation sent to it would never be read.
+ */
+export async function putRunFiles(
+  container: Docker.Container,
+  files: readonly TarFile[],
+  what: string,
+): Promise<void> {
+  const user = await engine(what, async () => (await container.inspect()).Config.User);
+  const legacy = user === `${SANDBOX_UID}:${SANDBOX_UID}`;
+  const written = legacy
+    ? files.map((file) => (file.gid === AGENT_UID ? { ...file, gid: SANDBOX_UID } : file))
+    : files;
+  await putFiles(container, RUN_DIR, written, what);
+}
 
 export const putSidecarFiles = (container: Docker.Container, files: readonly TarFile[], what: string) =>
   putFiles(container, SIDECAR_RUN_DIR, files, what);
@@ -84,5 +105,5 @@ export async function mergedRevocations(
   current: string | undefined,
   revocation: Revocation,
 ): Promise<TarFile> {
-  return runFile(REVOCATIONS_FILE_NAME, mergeRevocationList(current, revocation, Date.now()), false);
+  return agentFile(REVOCATIONS_FILE_NAME, mergeRevocationList(current, revocation, Date.now()));
 }

@@ -28,6 +28,11 @@ export function describePod(pod: V1Pod | undefined): string {
     ...(pod.status?.conditions ?? [])
       .filter((c) => c.status === 'False' && c.reason !== undefined)
       .map((c) => `${c.type}: ${c.reason}`),
+    // An init step that failed (the workspace's owner) is named: its pod only says Failed.
+    ...(pod.status?.initContainerStatuses ?? []).map((c) => {
+      const reason = c.state?.waiting?.reason ?? c.state?.terminated?.reason;
+      return reason === undefined || reason === 'Completed' ? undefined : `${c.name}: ${reason}`;
+    }),
     ...(pod.status?.containerStatuses ?? []).map(
       (c) => c.state?.waiting?.reason ?? c.state?.terminated?.reason,
     ),

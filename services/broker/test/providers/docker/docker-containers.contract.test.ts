@@ -30,12 +30,12 @@ describe('contract: docker provider containers (fake engine)', () => {
     return kit.engine.createdContainers().filter((c) => c.Labels?.['sbx.dev/sandbox-id'] === sandboxId);
   }
 
+  // Who runs as whom (the agent's split identity): docker-identity.contract.test.ts.
   it('runs the sandbox hardened, within its limits, labelled with tenant and sandbox', async () => {
     const spec = contractSpec({ tenantId: 'tenant_hard', limits: LIMITS });
     await kit.provider.create(spec);
     const [main, ...others] = createdFor(spec.sandboxId);
     expect(others).toEqual([]);
-    expect(main?.User).toBe('1000:1000');
     expect(main?.Labels).toEqual({
       'sbx.dev/sandbox-id': spec.sandboxId,
       'sbx.dev/tenant-id': 'tenant_hard',
@@ -45,6 +45,7 @@ describe('contract: docker provider containers (fake engine)', () => {
     const host = main?.HostConfig;
     expect(host?.ReadonlyRootfs).toBe(true);
     expect(host?.CapDrop).toEqual(['ALL']);
+    expect(host?.CapAdd).toEqual(['SETUID', 'SETGID']);
     expect(host?.SecurityOpt).toContain('no-new-privileges:true');
     expect(JSON.stringify(host?.SecurityOpt)).not.toContain('unconfined');
     expect(host?.Privileged).not.toBe(true);
@@ -98,7 +99,7 @@ describe('contract: docker provider containers (fake engine)', () => {
     const container = kit.engine.state.find(main?.name ?? '');
     const keyFile = kit.engine.state.fileOf(container, '/run/sbx/agent.key');
     expect(keyFile?.content.toString()).toBe(key);
-    expect(keyFile).toMatchObject({ uid: 0, gid: 1000, mode: 0o440 });
+    expect(keyFile).toMatchObject({ uid: 0, gid: 1001, mode: 0o440 });
     const envFile = kit.engine.state.fileOf(container, '/run/sbx/sandbox-env.json');
     expect(JSON.parse(envFile?.content.toString() ?? '')).toEqual({ API_BASE: 'http://127.0.0.1:9000' });
     expect(main?.Env).toContain('AGENT_SANDBOX_ENV_FILE=/run/sbx/sandbox-env.json');

@@ -119,7 +119,8 @@ describe('contract: docker provider lifecycle (fake engine)', () => {
       not_before: Math.floor(notBefore.getTime() / 1000),
       jtis: { tok_a: Math.ceil(expiresAt.getTime() / 1000), tok_b: Math.ceil(expiresAt.getTime() / 1000) },
     });
-    expect(file).toMatchObject({ uid: 0, mode: 0o444 });
+    // The agent's own file: its group (1001) alone reads it, user code (1000) not (D22).
+    expect(file).toMatchObject({ uid: 0, gid: 1001, mode: 0o440 });
     await kit.provider.destroy(spec.sandboxId);
   });
 
@@ -130,9 +131,9 @@ describe('contract: docker provider lifecycle (fake engine)', () => {
     await kit.provider.rotateKey(spec.sandboxId, rotated);
     const container = mainOf(spec.sandboxId);
     if (container === undefined) throw new Error('no container');
-    expect(kit.engine.state.fileOf(container, '/run/sbx/agent.key')?.content.toString()).toBe(
-      rotated.toBase64url(),
-    );
+    const keyFile = kit.engine.state.fileOf(container, '/run/sbx/agent.key');
+    expect(keyFile?.content.toString()).toBe(rotated.toBase64url());
+    expect(keyFile).toMatchObject({ uid: 0, gid: 1001, mode: 0o440 });
     const restarted = await kit.reopen();
     expect(await restarted.status(spec.sandboxId)).toBe('running');
     expect((await restarted.inspect(spec.sandboxId))?.bootId).toEqual(expect.any(String));

@@ -1,5 +1,6 @@
 // The state behind the fake Docker engine: containers (each agent container backed by a real HTTP
-// server, see fake-agent.ts), volumes holding the files put into them, networks.
+// server, see fake-agent.ts, which reads its key only as the image's agent could), volumes
+// holding the files put into them, networks.
 import type http from 'node:http';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -36,6 +37,25 @@ export class EngineFault extends Error {
 
 export function envOf(container: FakeContainer, name: string): string | undefined {
   return container.body.Env?.find((e) => e.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+
+/** The image's agent: its real ids `sbx-agent`, 1001:1001, no other group (D22). */
+const AGENT_ID = 1001;
+
+/**
+ * The image's entrypoint (setpriv … --ruid 1001 --euid 1000 …) needs root with CAP_SETUID and
+ * CAP_SETGID; without them it fails at once and the container exits 1, as on a real engine.
+ */
+function splitsIdentity(container: FakeContainer): boolean {
+  const caps = container.body.HostConfig?.CapAdd ?? [];
+  return container.body.User === '0:0' && caps.includes('SETUID') && caps.includes('SETGID');
+}
+
+/** Whether the agent, reading its own files with its real ids, may read this one. */
+function agentMayRead(file: TarEntry): boolean {
+  if (file.uid === AGENT_ID) return (file.mode & 0o400) !== 0;
+  if (file.gid === AGENT_ID) return (file.mode & 0o040) !== 0;
+  return (file.mode & 0o004) !== 0;
 }
 
 export class FakeContainers {
@@ -103,7 +123,7 @@ export class FakeContainers {
     container.status = 'running';
     container.exitCode = 0;
     if (container.body.Labels?.['sbx.dev/role'] !== 'agent') return;
-    if (this.agentBehaviour === 'exits') {
+    if (this.agentBehaviour === 'exits' || !splitsIdentity(container)) {
       container.status = 'exited';
       container.exitCode = 1;
       return;
@@ -112,8 +132,10 @@ export class FakeContainers {
     const { server, port } = await startFakeAgent({
       sandboxId: envOf(container, 'SANDBOX_ID') ?? '',
       issuer: envOf(container, 'SANDBOX_TOKEN_ISSUER') ?? '',
-      readKey: () =>
-        this.fileOf(container, envOf(container, 'SANDBOX_SIGNING_KEY_FILE') ?? '')?.content.toString(),
+      readKey: () => {
+        const file = this.fileOf(container, envOf(container, 'SANDBOX_SIGNING_KEY_FILE') ?? '');
+        return file !== undefined && agentMayRead(file) ? file.content.toString() : undefined;
+      },
       host: published ? '127.0.0.1' : container.ip,
       port: published ? 0 : Number(envOf(container, 'PORT')),
       behaviour: this.agentBehaviour,

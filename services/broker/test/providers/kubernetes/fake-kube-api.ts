@@ -2,15 +2,16 @@
 // HTTP server on port 0 serving the REST paths client-node calls — core/v1 pods, secrets,
 // services and persistentvolumeclaims of a namespace, the agent-sandbox groups — with
 // label-selected lists, a `?watch=true` pod stream, optimistic concurrency on replace, and
-// injected failures. It also plays kubelet (pods go Running, or fail, or hang in Pending)
-// and the agent-sandbox controller (a Sandbox at 1 replica gets a pod from its template).
+// injected failures. It also plays kubelet (init containers complete or fail, then pods go
+// Running, or fail, or hang in Pending) and the agent-sandbox controller (a Sandbox at 1 replica gets a pod from its template).
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { FakeKubeStore, statusBody, type KubeObject, type StoreEvent } from './fake-kube-store.js';
 
-export type KubeletMode = 'run' | 'pending' | 'fail';
+/** `init-fails`: the pod's first init container ends with an error, so the pod fails. */
+export type KubeletMode = 'run' | 'pending' | 'fail' | 'init-fails';
 
 interface Failure {
   readonly method: string;
@@ -151,14 +152,27 @@ export class FakeKubeApi {
   #kubeletRuns(name: string): void {
     const pod = this.store.get('core/pods', name);
     if (pod === undefined || this.kubelet === 'pending') return;
-    const containers = (pod['spec'] as { containers: { name: string }[] }).containers;
+    const spec = pod['spec'] as { containers: { name: string }[]; initContainers?: { name: string }[] };
+    const initFails = this.kubelet === 'init-fails';
     const running = this.kubelet === 'run';
     this.store.setStatus('core/pods', name, {
       phase: running ? 'Running' : 'Failed',
       podIP: '10.0.0.7',
-      containerStatuses: containers.map((c) => ({
+      initContainerStatuses: (spec.initContainers ?? []).map((c, i) => ({
         name: c.name,
-        state: running ? { running: {} } : { terminated: { exitCode: 1, reason: 'Error' } },
+        state: !initFails
+          ? { terminated: { exitCode: 0, reason: 'Completed' } }
+          : i === 0
+            ? { terminated: { exitCode: 1, reason: 'Error' } }
+            : { waiting: { reason: 'PodInitializing' } },
+      })),
+      containerStatuses: spec.containers.map((c) => ({
+        name: c.name,
+        state: initFails
+          ? { waiting: { reason: 'PodInitializing' } }
+          : running
+            ? { running: {} }
+            : { terminated: { exitCode: 1, reason: 'Error' } },
       })),
     });
   }

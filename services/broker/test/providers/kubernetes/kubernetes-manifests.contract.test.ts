@@ -30,7 +30,8 @@ describe('contract: kubernetes sandbox manifests (fake API server)', () => {
   const container = (pod: V1Pod & { spec: V1PodSpec }, name: string): V1Container | undefined =>
     pod.spec.containers.find((c) => c.name === name);
 
-  it('runs every container non-root, unprivileged, seccomp-confined, read-only, within spec.limits', async () => {
+  // Who each container runs as (the agent's split identity): kubernetes-identity.contract.test.ts.
+  it('runs every container unprivileged, seccomp-confined, read-only, within spec.limits', async () => {
     const spec = kubeSpec({ limits: LIMITS, sidecar: { image: 'creds-sidecar:1', token: 'pod-jwt' } });
     await kit.provider.create(spec);
     const pod = sentPod(spec.sandboxId);
@@ -39,18 +40,11 @@ describe('contract: kubernetes sandbox manifests (fake API server)', () => {
       enableServiceLinks: false,
       hostNetwork: false,
       restartPolicy: 'Never',
-      securityContext: {
-        runAsNonRoot: true,
-        runAsUser: 1000,
-        fsGroup: 1000,
-        seccompProfile: { type: 'RuntimeDefault' },
-      },
+      securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
     });
     expect(pod.spec.containers.map((c) => c.name)).toEqual(['agent', 'sidecar']);
-    for (const c of pod.spec.containers)
+    for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])])
       expect(c.securityContext).toMatchObject({
-        runAsNonRoot: true,
-        runAsUser: 1000,
         allowPrivilegeEscalation: false,
         privileged: false,
         readOnlyRootFilesystem: true,
