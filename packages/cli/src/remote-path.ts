@@ -3,8 +3,10 @@ import { UsageError } from './exit-codes.js';
 /**
  * `<thread>:<path>` as scp writes it. The path is a sandbox path, as the sandbox's own
  * processes (`sbx exec`, `sbx shell`) read it: relative to the workspace (`t1:src/a.py`;
- * `t1:` alone is the workspace itself, `.`), or absolute inside it (`t1:/workspace/src/a.py`
- * under bubblewrap). The agent refuses an absolute path outside the workspace.
+ * `t1:` alone is the workspace itself, `.`), or absolute anywhere in the sandbox
+ * (`t1:/workspace/src/a.py` under bubblewrap, `t1:/tmp/f`, `t1:/etc/os-release`). The
+ * sandbox user's permissions decide, as for its processes: a write to a read-only place
+ * (`t1:/etc/x`) is refused (403), and so is anything under `/proc`.
  */
 export interface RemotePath {
   readonly thread: string;

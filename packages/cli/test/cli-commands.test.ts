@@ -273,61 +273,6 @@ describe('sbx on a thread', () => {
   );
 
   it(
-    'a file cp puts at thr:dir/x.txt is the dir/x.txt that exec sees, relative or absolute',
-    async () => {
-      const local = path.dirname(cli.home);
-      writeFileSync(path.join(local, 'x.txt'), 'one file system\n');
-      const ws = workspaceOf('thr_cli');
-      // With LOCAL_ISOLATION=none the absolute name is the workspace's host path.
-      expect(ws).toMatch(
-        real.harness.provider.isolation === 'bubblewrap' ? /^\/workspace$/ : /^\/(?!workspace$)./,
-      );
-      expect((await cli.sbx(['cp', path.join(local, 'x.txt'), 'thr_cli:dir/x.txt'])).code).toBe(0);
-      expect(await cli.sbx(['exec', 'thr_cli', '--', 'cat', 'dir/x.txt'])).toEqual({
-        code: 0,
-        stdout: 'one file system\n',
-        stderr: '',
-      });
-      expect(await cli.sbx(['exec', 'thr_cli', '--', 'cat', `${ws}/dir/x.txt`])).toEqual({
-        code: 0,
-        stdout: 'one file system\n',
-        stderr: '',
-      });
-      // --cwd is a sandbox path too; the default cwd is the workspace.
-      expect((await cli.sbx(['exec', 'thr_cli', '--cwd', 'dir', '--', 'cat', 'x.txt'])).stdout).toBe(
-        'one file system\n',
-      );
-      expect((await cli.sbx(['exec', 'thr_cli', '--', 'pwd'])).stdout).toBe(`${ws}\n`);
-      // And back: what a command writes, cat reads by either name.
-      expect(
-        (await cli.sbx(['exec', 'thr_cli', '--cwd', `${ws}/dir`, '--', 'sh', '-c', 'echo made > y.txt']))
-          .code,
-      ).toBe(0);
-      expect((await cli.sbx(['cat', 'thr_cli:dir/y.txt'])).stdout).toBe('made\n');
-      expect((await cli.sbx(['cat', `thr_cli:${ws}/dir/y.txt`])).stdout).toBe('made\n');
-      expect((await cli.sbx(['rm', '-r', 'thr_cli:dir'])).code).toBe(0);
-    },
-    SLOW,
-  );
-
-  it(
-    'a path outside the workspace is refused with a message naming the workspace',
-    async () => {
-      const ws = workspaceOf('thr_cli');
-      const refused = await cli.sbx(['cat', 'thr_cli:/etc/passwd']);
-      expect(refused.code).toBe(3);
-      expect(refused.stdout).toBe('');
-      expect(oneLine(refused.stderr)).toBe(true);
-      expect(refused.stderr).toMatch(/^sbx: .*\/etc\/passwd is outside the workspace /);
-      expect(refused.stderr).toContain(`outside the workspace ${ws}`);
-      const cwd = await cli.sbx(['exec', 'thr_cli', '--cwd', '/etc', '--', 'true']);
-      expect(cwd.code).toBe(3);
-      expect(cwd.stderr).toContain(`inside the workspace ${ws}`);
-    },
-    SLOW,
-  );
-
-  it(
     'usage errors are exit 2',
     async () => {
       expect((await cli.sbx(['frobnicate'])).code).toBe(2);

@@ -1,5 +1,5 @@
 // `<thread>:<path>`: a sandbox path, as the sandbox's own processes read it (relative to the
-// workspace, or absolute in it); and the absolute form the agent's answers use.
+// workspace, or absolute anywhere in the sandbox); and the absolute form the agent's answers use.
 import { describe, expect, it } from '@jest/globals';
 import { absoluteRemote, joinRemote, parseRemotePath, requireRemotePath } from '../src/remote-path.js';
 import { UsageError } from '../src/exit-codes.js';
@@ -15,8 +15,9 @@ describe('parseRemotePath', () => {
     expect(parseRemotePath('t1:')).toEqual({ thread: 't1', path: '.' });
   });
 
-  it('keeps an absolute path as written (the agent refuses one outside the workspace)', () => {
+  it('keeps an absolute path as written, in the workspace or anywhere in the sandbox', () => {
     expect(parseRemotePath('t1:/workspace/x')).toEqual({ thread: 't1', path: '/workspace/x' });
+    expect(parseRemotePath('t1:/tmp/f')).toEqual({ thread: 't1', path: '/tmp/f' });
     expect(parseRemotePath('t1:/etc/passwd')).toEqual({ thread: 't1', path: '/etc/passwd' });
   });
 

@@ -78,8 +78,8 @@ export class BrokerSession implements AsyncDisposable {
    * Where the sandbox's processes see their workspace (also their HOME and default cwd):
    * `/workspace` under bubblewrap, the host path with `LOCAL_ISOLATION=none`; `/workspace`
    * when the broker's answer leaves it out (an older server). File paths are sandbox paths:
-   * relative ones (`src/main.py`) are relative to it, absolute ones must lie in it, and
-   * answers give the absolute form (`${workspacePath}/src/main.py`).
+   * relative ones (`src/main.py`) are relative to it, absolute ones are the sandbox's own
+   * (`/tmp/x` too), and answers give the absolute form (`${workspacePath}/src/main.py`).
    */
   get workspacePath(): string {
     return this.#workspacePath;

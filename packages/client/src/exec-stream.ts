@@ -12,8 +12,8 @@ export type Command =
 
 export interface CommandOptions {
   /**
-   * Working directory, a sandbox path: relative to the workspace (`src`) or absolute in it
-   * (`/workspace/src`). Default: the workspace, which is also HOME.
+   * Working directory, a sandbox path: relative to the workspace (`src`) or absolute
+   * (`/workspace/src`, `/tmp`). Default: the workspace, which is also HOME.
    */
   readonly cwd?: string;
   readonly env?: Record<string, string>;

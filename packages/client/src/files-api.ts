@@ -11,13 +11,15 @@ export interface WriteOptions extends CallOptions {
 /**
  * The sandbox's files, by sandbox path: the same path means the same file to the files
  * API, exec and shells. A relative path (`a/b.txt`, `.` for the workspace itself) is
- * relative to the workspace; an absolute one is what the sandbox's processes see and must
- * lie in the workspace (`/workspace/a/b.txt` under bubblewrap; the host path with
- * `LOCAL_ISOLATION=none`); anything else is refused with a `ForbiddenError` naming the
- * workspace. Answers (`PathInfo.path`, `DirectoryListing.path`, watch events' `path` and
- * `old_path`) always give the absolute form, e.g. `/workspace/a/b.txt`; the workspace
- * itself is `/workspace`. `SandboxClient.info()` and `BrokerSession.workspacePath` say
- * where the workspace is.
+ * relative to the workspace; an absolute one is what the sandbox's processes see, anywhere
+ * in the sandbox (`/workspace/a/b.txt` under bubblewrap, the host path with
+ * `LOCAL_ISOLATION=none`; `/tmp/x`; `/etc/os-release`). The sandbox user's permissions
+ * decide, as for its processes: a write to a read-only place is a `ForbiddenError` with the
+ * sandbox's reason ("read-only file system", "permission denied"), and `/proc` is not
+ * served (`ForbiddenError`; read it with exec). Answers (`PathInfo.path`,
+ * `DirectoryListing.path`, watch events' `path` and `old_path`) always give the absolute
+ * form, e.g. `/workspace/a/b.txt`; the workspace itself is `/workspace`.
+ * `SandboxClient.info()` and `BrokerSession.workspacePath` say where the workspace is.
  */
 export class FilesApi {
   constructor(

@@ -27,8 +27,8 @@ export interface SandboxClientOptions extends SandboxEndpoints {
 /**
  * One sandbox's dataplane: files (and watches), exec (run, streamed, background processes),
  * shells. Every path is a sandbox path, the same for all three: relative to the workspace
- * (`src/main.py`) or absolute as the sandbox's processes see it (`/workspace/src/main.py`;
- * `info()` says where the workspace is).
+ * (`src/main.py`) or absolute as the sandbox's processes see it, anywhere in the sandbox
+ * (`/workspace/src/main.py`, `/tmp/x`; `info()` says where the workspace is).
  */
 export class SandboxClient {
   readonly files: FilesApi;

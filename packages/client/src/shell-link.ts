@@ -5,7 +5,7 @@ import type { Channel } from './ws-channel.js';
 export interface ShellOptions {
   readonly cols?: number;
   readonly rows?: number;
-  /** Where the shell starts, a sandbox path (relative to the workspace, or absolute in it); default the workspace. */
+  /** Where the shell starts, a sandbox path (relative to the workspace, or absolute: `/tmp`); default the workspace. */
   readonly cwd?: string;
   readonly env?: Record<string, string>;
 }

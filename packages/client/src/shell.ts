@@ -77,8 +77,8 @@ export class Shell {
 
   /**
    * Opens a new shell; resolves once the agent runs it. A refused start rejects with the
-   * agent's reason: NotFoundError or BadRequestError for the cwd, RateLimitedError when the
-   * sandbox runs as many shells as it allows.
+   * agent's reason: NotFoundError, BadRequestError or ForbiddenError (`/proc`) for the cwd,
+   * RateLimitedError when the sandbox runs as many shells as it allows.
    */
   static async open(ctx: ShellContext, options: ShellOptions = {}): Promise<Shell> {
     const shell = new Shell(ctx, { cols: options.cols ?? 80, rows: options.rows ?? 24 });

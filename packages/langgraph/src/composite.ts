@@ -3,10 +3,11 @@ import type { SbxSandbox } from './sandbox.js';
 
 /**
  * Where deepagents keeps its own files: large tool results it evicts from the context and
- * the summaries of older conversation turns. They live outside the workspace, which the
- * sandbox's file API refuses (403), so they go to LangGraph state (checkpointed with the
- * thread) instead of the sandbox: a real run never fails on them, and the workspace the
- * humans of the thread share holds only the work.
+ * the summaries of older conversation turns. Their paths lie at the sandbox's root, which
+ * its user cannot write (read-only under bubblewrap: 403, `permission_denied`), and the
+ * agent's bookkeeping has no place among the files the humans of the thread share; so they
+ * go to LangGraph state (checkpointed with the thread) instead of the sandbox: a real run
+ * never fails on them, and the sandbox holds only the work.
  */
 export const STATE_ROUTES = ['/large_tool_results/', '/conversation_history/'] as const;
 

@@ -1,20 +1,14 @@
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '@sbx/client';
 import type { FileOperationError } from 'deepagents';
 
-/** Whether `path` is absolute and outside the workspace (the file API refuses those with 403). */
-export function outsideWorkspace(path: string, workspacePath: string): boolean {
-  if (!path.startsWith('/')) return false;
-  const root = workspacePath.endsWith('/') ? workspacePath.slice(0, -1) : workspacePath;
-  return path !== root && !path.startsWith(`${root}/`);
-}
-
 /**
- * The protocol's error of a failed file call as deepagents' standard code. A 403 is
- * `invalid_path` when the path lies outside the workspace (no permission would help) and
- * `permission_denied` otherwise; a 409 names a directory where a file was expected.
+ * The protocol's error of a failed file call as deepagents' standard code. Any absolute path
+ * is a path of the sandbox (`/tmp/x` as well as the workspace), so the code follows the
+ * error alone: 404 is `file_not_found`, 403 `permission_denied` (a read-only place such as
+ * `/etc`, a file the sandbox's user may not touch, `/proc`), a 409 or 400 naming a directory
+ * where a file was expected `is_directory`, anything else (a malformed path) `invalid_path`.
  */
-export function fileOperationError(err: unknown, path: string, workspacePath: string): FileOperationError {
-  if (outsideWorkspace(path, workspacePath)) return 'invalid_path';
+export function fileOperationError(err: unknown): FileOperationError {
   if (err instanceof NotFoundError) return 'file_not_found';
   if (err instanceof ForbiddenError) return 'permission_denied';
   if (err instanceof ConflictError && /is a directory/.test(err.message)) return 'is_directory';
@@ -22,11 +16,20 @@ export function fileOperationError(err: unknown, path: string, workspacePath: st
   return 'invalid_path';
 }
 
-/** A message for the model: what failed and, for a path outside the workspace, where to look. */
-export function describeFailure(err: unknown, path: string, workspacePath: string): string {
-  if (outsideWorkspace(path, workspacePath)) {
-    return `Error: '${path}' is outside the sandbox's workspace; use paths under ${workspacePath}`;
-  }
+/** A message for the model: what failed, in the sandbox's own words (its reason for a 403). */
+export function describeFailure(err: unknown, path: string): string {
   if (err instanceof NotFoundError) return `Error: '${path}' not found`;
   return `Error: ${err instanceof Error ? err.message : String(err)}`;
+}
+
+/**
+ * Whether a listing failed only because there is no directory to list: the path does not
+ * exist (404), is a file, or lies below one (409). deepagents' backends answer those with an
+ * empty listing rather than an error.
+ */
+export function nothingToList(err: unknown): boolean {
+  return (
+    (err instanceof NotFoundError && err.code === 'NOT_FOUND') ||
+    (err instanceof ConflictError && err.code === 'CONFLICT')
+  );
 }

@@ -7,7 +7,7 @@ import type {
   LsResult,
   ReadResult,
 } from 'deepagents';
-import { describeFailure, fileOperationError } from './file-errors.js';
+import { describeFailure, fileOperationError, nothingToList } from './file-errors.js';
 
 /** The sandbox a file operation runs against. */
 export interface FileTarget {
@@ -35,7 +35,7 @@ export async function uploadFiles(
         return { path, error: null };
       } catch (err) {
         target.noteFailure?.(err);
-        return { path, error: fileOperationError(err, path, target.workspacePath) };
+        return { path, error: fileOperationError(err) };
       }
     }),
   );
@@ -58,7 +58,7 @@ async function readBytes(
     return { content };
   } catch (err) {
     target.noteFailure?.(err);
-    return { error: fileOperationError(err, path, target.workspacePath), cause: err };
+    return { error: fileOperationError(err), cause: err };
   }
 }
 
@@ -73,7 +73,11 @@ export async function downloadFiles(target: FileTarget, paths: string[]): Promis
   );
 }
 
-/** One directory by the file API: names with newlines or tabs cannot break a parser here. */
+/**
+ * One directory by the file API: names with newlines or tabs cannot break a parser here. A
+ * path that does not exist, or is a file, lists as empty without an error, as deepagents'
+ * BaseSandbox and LocalShellBackend answer; other failures (403, a lost sandbox) are errors.
+ */
 export async function listDirectory(target: FileTarget, path: string): Promise<LsResult> {
   try {
     const listing = await target.client.files.list(path);
@@ -87,7 +91,7 @@ export async function listDirectory(target: FileTarget, path: string): Promise<L
     return { files };
   } catch (err) {
     target.noteFailure?.(err);
-    return { error: describeFailure(err, path, target.workspacePath) };
+    return nothingToList(err) ? { files: [] } : { error: describeFailure(err, path) };
   }
 }
 
@@ -104,7 +108,7 @@ export async function readTextLines(
   limit: number,
 ): Promise<ReadResult> {
   const read = await readBytes(target, path);
-  if ('error' in read) return { error: describeFailure(read.cause, path, target.workspacePath) };
+  if ('error' in read) return { error: describeFailure(read.cause, path) };
   const text = new TextDecoder().decode(read.content);
   if (text.trim() === '') return { content: EMPTY_FILE };
   const lines = text.split('\n');
@@ -131,7 +135,7 @@ export async function removePath(target: FileTarget, path: string): Promise<Dele
   } catch (err) {
     target.noteFailure?.(err);
     if (err instanceof NotFoundError) return { error: `Error: '${path}' not found` };
-    return { error: describeFailure(err, path, target.workspacePath) };
+    return { error: describeFailure(err, path) };
   }
 }
 

@@ -23,7 +23,8 @@ export interface SbxSandboxOptions {
   readonly maxOutputBytes?: number;
   /**
    * Files written (parents created) into every sandbox the backend opens, before its first
-   * use; `create()` resolves only once they are. Relative paths are in the workspace.
+   * use; `create()` resolves only once they are. Relative paths are in the workspace; absolute
+   * ones anywhere the sandbox's user may write (`/tmp/seed.txt`).
    */
   readonly initialFiles?: Readonly<Record<string, string | Uint8Array>>;
   /** Extend each session's lease on this interval (ms); off by default. */
@@ -50,10 +51,15 @@ export function encodeInitialFiles(files: SbxSandboxOptions['initialFiles']): Ar
   ]);
 }
 
-/** A line for the agent's system prompt, so the model writes where the sandbox's files are. */
+/**
+ * A line for the agent's system prompt, so the model keeps its work where the thread's files
+ * are (the workspace, which the thread's humans share) and knows other paths work too.
+ */
 export function workspacePrompt(workspacePath: string): string {
   return (
-    `Your sandbox's workspace is ${workspacePath}: use absolute paths under it for every file ` +
-    `tool (e.g. ${workspacePath}/report.py). Shell commands start there (it is also HOME).`
+    `Your sandbox's workspace is ${workspacePath}: keep your files there, with absolute paths ` +
+    `under it for every file tool (e.g. ${workspacePath}/report.py). Shell commands start there ` +
+    `(it is also HOME). Other absolute paths are the sandbox's own and work too, as far as ` +
+    `its user may read or write them (e.g. /tmp for scratch files).`
   );
 }

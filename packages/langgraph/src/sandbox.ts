@@ -29,6 +29,7 @@ import { SandboxTargets } from './targets.js';
  * deepagents' providers: the constructor provisions nothing, `initialize()` (or `create`)
  * does. `execute`, uploads/downloads and `ls`/`read`/`delete` use the sandbox's file and exec
  * APIs; `grep`/`glob` keep BaseSandbox's shell versions (find, stat, grep in the sandbox).
+ * Paths are the sandbox's own: relative to the workspace, or absolute anywhere in it (`/tmp`).
  */
 export class SbxSandbox extends BaseSandbox {
   readonly #targets: SandboxTargets;
@@ -139,7 +140,11 @@ export class SbxSandbox extends BaseSandbox {
     return 'failure' in target ? { error: target.failure } : removePath(target, filePath);
   }
 
-  /** A path of `/` (deepagents' default) searches the workspace, not the whole sandbox root. */
+  /**
+   * A path of `/` (deepagents' default when the model gives none) searches the workspace, not
+   * the whole sandbox root: the root is readable, but a search of every system file is slow
+   * and buries the work in noise. Any other path, `/tmp` too, is searched as given.
+   */
   override async grep(
     pattern: string,
     path?: string | null,

@@ -3,7 +3,7 @@
 // result shapes (errors as values, one answer per path, execute never throwing).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { SandboxError, isSandboxBackend } from 'deepagents';
-import { SbxSandbox, TIMEOUT_EXIT_CODE } from '../src/index.js';
+import { SbxSandbox, TIMEOUT_EXIT_CODE, workspacePrompt } from '../src/index.js';
 import { startTestBroker, type TestBroker } from './support.js';
 
 const SLOW = 60_000;
@@ -142,14 +142,12 @@ describe('uploadFiles / downloadFiles', () => {
         ['a.txt', bytes('A')],
         [odd, bytes('odd')],
         ['bin/all.bin', binary],
-        ['/etc/evil.txt', bytes('no')],
         ['new\nline.txt', bytes('no')], // the file API refuses control characters in paths
       ]);
       expect(up).toEqual([
         { path: 'a.txt', error: null },
         { path: odd, error: null },
         { path: 'bin/all.bin', error: null },
-        { path: '/etc/evil.txt', error: 'invalid_path' },
         { path: 'new\nline.txt', error: 'invalid_path' },
       ]);
       const down = await shared.downloadFiles([
@@ -158,7 +156,7 @@ describe('uploadFiles / downloadFiles', () => {
         odd,
         'bin/all.bin',
         'bin',
-        '/etc/passwd',
+        '/proc/self/status', // the file API does not serve /proc (403)
       ]);
       expect(down.map((d) => d.error)).toEqual([
         null,
@@ -166,7 +164,7 @@ describe('uploadFiles / downloadFiles', () => {
         null,
         null,
         'is_directory',
-        'invalid_path',
+        'permission_denied',
       ]);
       expect(text(down[0]!.content)).toBe('A');
       expect(text(down[2]!.content)).toBe('odd');
@@ -200,7 +198,8 @@ describe('file methods', () => {
       const ls = await shared.ls(`${ws}/src`);
       expect('error' in ls).toBe(false);
       expect(ls.files?.map((f) => f.path)).toEqual([file]);
-      expect((await shared.ls('/')).error).toMatch(/outside the sandbox's workspace; use paths under/);
+      // `/` is the sandbox's root (grep and glob of `/` search the workspace, below).
+      expect((await shared.ls('/')).files?.map((f) => f.path)).toEqual(expect.arrayContaining(['/tmp/']));
       const grep = await shared.grep('x = 2');
       expect(grep.matches).toEqual([
         { path: file, line: 2, text: 'x = 2' },
@@ -211,6 +210,81 @@ describe('file methods', () => {
       expect((await shared.read(`${ws}/nope.txt`)).error).toMatch(/not found/);
       expect(await shared.delete(`${ws}/src`)).toEqual({ path: `${ws}/src`, filesUpdate: null });
       expect((await shared.delete(`${ws}/src`)).error).toMatch(/not found/);
+    },
+    SLOW,
+  );
+});
+
+describe('paths of the whole sandbox', () => {
+  it(
+    'ls of a missing directory, of a file or below one is an empty list with no error',
+    async () => {
+      await shared.write(`${ws}/plain.txt`, 'not a directory\n');
+      for (const path of [
+        `${ws}/no/such/dir`,
+        '/no-such-dir',
+        `${ws}/plain.txt`,
+        `${ws}/plain.txt/x`,
+        'plain.txt',
+      ])
+        expect(await shared.ls(path)).toEqual({ files: [] });
+      // Other failures stay errors: the file API does not serve /proc.
+      expect((await shared.ls('/proc')).error).toMatch(/\/proc/);
+      expect(await shared.delete(`${ws}/plain.txt`)).toEqual({ path: `${ws}/plain.txt`, filesUpdate: null });
+    },
+    SLOW,
+  );
+
+  it(
+    'a file under /tmp written or read by the backend is the one execute sees there',
+    async () => {
+      // The model is told so: the workspace for its work, other absolute paths too.
+      expect(workspacePrompt(ws)).toMatch(/keep your files there.*Other absolute paths .*work too.*\/tmp/s);
+      expect(await shared.write('/tmp/lg/x.txt', 'hello tmp\n')).toEqual({
+        path: '/tmp/lg/x.txt',
+        filesUpdate: null,
+      });
+      expect(await shared.execute('cat /tmp/lg/x.txt; test -e x.txt || echo not in the workspace')).toEqual({
+        output: 'hello tmp\nnot in the workspace\n',
+        exitCode: 0,
+        truncated: false,
+      });
+      expect((await shared.execute('echo from the shell > /tmp/lg/y.txt')).exitCode).toBe(0);
+      expect(await shared.read('/tmp/lg/y.txt')).toMatchObject({ content: 'from the shell', totalLines: 1 });
+      const [down] = await shared.downloadFiles(['/tmp/lg/y.txt']);
+      expect(down).toMatchObject({ path: '/tmp/lg/y.txt', error: null });
+      expect(text(down!.content)).toBe('from the shell\n');
+      expect((await shared.ls('/tmp/lg')).files?.map((f) => f.path)).toEqual([
+        '/tmp/lg/x.txt',
+        '/tmp/lg/y.txt',
+      ]);
+      expect((await shared.grep('hello', '/tmp/lg')).matches).toEqual([
+        { path: '/tmp/lg/x.txt', line: 1, text: 'hello tmp' },
+      ]);
+      expect(await shared.delete('/tmp/lg')).toEqual({ path: '/tmp/lg', filesUpdate: null });
+      expect((await shared.execute('test -e /tmp/lg')).exitCode).toBe(1);
+    },
+    SLOW,
+  );
+
+  it(
+    'a write where the sandbox user may not write is permission_denied, not invalid_path',
+    async () => {
+      // Unconfined, the sandbox's processes are the broker's user (root here): nothing to refuse.
+      if (tb.real.harness.provider.isolation !== 'bubblewrap') return;
+      expect(await shared.uploadFiles([['/etc/evil.txt', bytes('no')]])).toEqual([
+        { path: '/etc/evil.txt', error: 'permission_denied' },
+      ]);
+      expect(await shared.write('/etc/evil.txt', 'no')).toEqual({
+        error: 'Failed to write to /etc/evil.txt: permission_denied',
+      });
+      expect((await shared.execute('test -e /etc/evil.txt')).exitCode).toBe(1);
+      // Readable, as for the sandbox's processes.
+      expect((await shared.read('/etc/os-release')).content).toMatch(/^ID=/m);
+      // A directory its user may not read is an error with the sandbox's reason, not an empty list.
+      expect((await shared.execute('mkdir -p /tmp/locked && chmod 000 /tmp/locked')).exitCode).toBe(0);
+      expect((await shared.ls('/tmp/locked')).error).toMatch(/permission denied on \/tmp\/locked/);
+      expect((await shared.execute('chmod 700 /tmp/locked && rmdir /tmp/locked')).exitCode).toBe(0);
     },
     SLOW,
   );

@@ -1,5 +1,5 @@
-// deepagents' own files (/large_tool_results/…, /conversation_history/…) lie outside the
-// workspace, which the sandbox refuses: routed to LangGraph state, a real run keeps them.
+// deepagents' own files (/large_tool_results/…, /conversation_history/…) lie at the sandbox's
+// root, which its user cannot write: routed to LangGraph state, a real run keeps them.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';

@@ -15,7 +15,9 @@ const sandboxPath = z
   .min(1)
   .max(4096)
   .describe(
-    'Sandbox path: relative to the workspace (src/main.py) or absolute inside it (/workspace/src/main.py)',
+    "Sandbox path, as the sandbox's commands see it: relative to the workspace (src/main.py), or " +
+      'absolute anywhere in the sandbox (/workspace/src/main.py, /tmp/out.txt, /etc/os-release); ' +
+      'a write where the sandbox user may not write (e.g. a read-only /etc) is refused; /proc is not served',
   );
 
 /** UTF-8 text when the bytes are valid UTF-8, base64 otherwise. */

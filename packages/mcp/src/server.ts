@@ -37,7 +37,8 @@ export function createSandboxMcpServer(environments: CallerEnvironments, hooks: 
   const server = new McpServer(SERVER_INFO, {
     instructions:
       'Sandboxes bound to threads. Call environment_acquire with a thread_id, then the file, command and ' +
-      'execute_code tools; paths are relative to the workspace or absolute inside it. environment_release when done.',
+      "execute_code tools. Paths are relative to the workspace (the acquire answer's workspace_path), or " +
+      'absolute anywhere in the sandbox, e.g. /tmp/x, as its commands see them. environment_release when done.',
   });
   const onInternal = hooks.onInternalError ?? logInternal;
   registerEnvironmentTools(server, environments, onInternal);

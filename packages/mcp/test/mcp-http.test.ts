@@ -80,6 +80,83 @@ describe('MCP over Streamable HTTP', () => {
   });
 
   it(
+    "paths are the sandbox's own: a file written under /tmp is what run_command reads, and back",
+    async () => {
+      const client = await connect(alice);
+      expect(client.getInstructions()).toMatch(/absolute anywhere in the sandbox, e\.g\. \/tmp\/x/);
+      const { tools } = await client.listTools();
+      const pathOf = (tool: string): unknown =>
+        (tools.find((t) => t.name === tool)?.inputSchema.properties?.['path'] as { description?: string })
+          ?.description;
+      expect(pathOf('write_file')).toMatch(/absolute anywhere in the sandbox \(.*\/tmp\/out\.txt/);
+      expect(pathOf('read_file')).not.toMatch(/inside it/);
+
+      expect((await callTool(client, 'environment_acquire', { thread_id: 'thr_mcp_tmp' })).isError).toBe(
+        false,
+      );
+      const written = await callTool(client, 'write_file', {
+        path: '/tmp/mcp/note.txt',
+        content: 'via mcp\n',
+      });
+      expect(written).toMatchObject({ isError: false, data: { path: '/tmp/mcp/note.txt', size: 8 } });
+      // In /tmp, not in the workspace (the command's cwd).
+      const seen = await callTool(client, 'run_command', {
+        command: 'cat /tmp/mcp/note.txt; test -e note.txt || echo not in the workspace',
+      });
+      expect(seen.data).toMatchObject({ exit_code: 0, stdout: 'via mcp\nnot in the workspace\n' });
+      const made = await callTool(client, 'run_command', {
+        argv: ['sh', '-c', 'echo from exec > made.txt'],
+        cwd: '/tmp/mcp',
+      });
+      expect(made.data).toMatchObject({ exit_code: 0 });
+      const read = await callTool(client, 'read_file', { path: '/tmp/mcp/made.txt' });
+      expect(read).toMatchObject({
+        isError: false,
+        text: 'from exec\n',
+        data: { path: '/tmp/mcp/made.txt' },
+      });
+      const listed = await callTool(client, 'list_files', { path: '/tmp/mcp' });
+      expect(listed.data).toMatchObject({
+        path: '/tmp/mcp',
+        entries: [
+          { name: 'made.txt', type: 'file', size: 10 },
+          { name: 'note.txt', type: 'file', size: 8 },
+        ],
+      });
+      const release = await callTool(client, 'run_command', { argv: ['cat', '/etc/os-release'] });
+      expect((await callTool(client, 'read_file', { path: '/etc/os-release' })).text).toBe(
+        release.data['stdout'],
+      );
+      await callTool(client, 'environment_release', {});
+    },
+    SLOW,
+  );
+
+  it(
+    'a write where the sandbox user may not write (/etc, under bubblewrap) is FORBIDDEN with its reason',
+    async () => {
+      // Unconfined, the sandbox's processes are the broker's user (root here): nothing to refuse.
+      if (real.harness.provider.isolation !== 'bubblewrap') return;
+      const client = await connect(alice);
+      expect((await callTool(client, 'environment_acquire', { thread_id: 'thr_mcp_etc' })).isError).toBe(
+        false,
+      );
+      const refused = await callTool(client, 'write_file', { path: '/etc/mcp.txt', content: 'no' });
+      expect(errorCode(refused)).toBe('FORBIDDEN');
+      expect(refused.text).toMatch(
+        /^FORBIDDEN: .*\/etc\/mcp\.txt .*(read-only file system|permission denied)/,
+      );
+      expect(
+        (await callTool(client, 'run_command', { argv: ['test', '-e', '/etc/mcp.txt'] })).data,
+      ).toMatchObject({
+        exit_code: 1,
+      });
+      await callTool(client, 'environment_release', {});
+    },
+    SLOW,
+  );
+
+  it(
     'sessions belong to their caller: another key never reaches them',
     async () => {
       const a = await connect(alice);

@@ -128,7 +128,7 @@ export async function exerciseAllTools(client: Client, thread: string): Promise<
   expect(argv.data).toMatchObject({ exit_code: 0, stdout: `${workspace}\n` });
 
   // The agent's refusals are tool errors with the protocol's code.
-  expect(errorCode(await callTool(client, 'read_file', { path: '/etc/passwd' }))).toBe('FORBIDDEN');
+  expect(errorCode(await callTool(client, 'read_file', { path: '/proc/self/status' }))).toBe('FORBIDDEN');
   expect(errorCode(await callTool(client, 'read_file', { path: 'missing.txt' }))).toBe('NOT_FOUND');
   expect(errorCode(await callTool(client, 'run_command', {}))).toBe('BAD_REQUEST');
   const invalid = await callTool(client, 'read_file', { path: '' });

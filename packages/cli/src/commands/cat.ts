@@ -5,7 +5,7 @@ import { EXIT } from '../exit-codes.js';
 import { requireRemotePath } from '../remote-path.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-/** Streams a sandbox file to stdout, bytes as they are. */
+/** Streams a sandbox file to stdout, bytes as they are (any the sandbox may read: `t1:/etc/os-release`). */
 export async function cat(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { positionals } = parseCommand('cat', args, {});
   const remote = requireRemotePath('cat', positionals[0]);

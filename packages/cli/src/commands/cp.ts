@@ -10,11 +10,12 @@ import { absoluteRemote, joinRemote, parseRemotePath, type RemotePath } from '..
 import { ThreadSessions } from '../thread-sessions.js';
 
 const USAGE =
-  'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local> (<path> relative to the workspace, or absolute in it)';
+  'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local> (<path> relative to the workspace, or absolute: thr_1:/tmp/f)';
 
 /**
  * Copies one file between this machine and a sandbox, streaming (never whole in memory).
- * The remote side is a sandbox path (remote-path.ts); what is reported is the agent's
+ * The remote side is a sandbox path (remote-path.ts), in the workspace or anywhere the
+ * sandbox's user may read or write (`t1:/tmp/x.txt`); what is reported is the agent's
  * absolute name of it (`t1:/workspace/dir/x.txt`).
  */
 export async function cp(ctx: CliContext, args: readonly string[]): Promise<number> {

@@ -22,8 +22,10 @@ export const HELP = `sbx: shared sandboxes from the terminal
                                  --http: Streamable HTTP at /mcp, each request with its own bearer
 
   <thread>:<path> is a path in the sandbox, as its commands see it: relative to the workspace
-  (thr_1:src/main.py; thr_1: is the workspace itself) or absolute inside it
-  (thr_1:/workspace/src/main.py); exec --cwd takes the same paths. sbx ensure shows the workspace.
+  (thr_1:src/main.py; thr_1: is the workspace itself) or absolute anywhere in the sandbox
+  (thr_1:/workspace/src/main.py, thr_1:/tmp/f, thr_1:/etc/os-release); the sandbox user's
+  permissions decide, so a write to a read-only place is refused (exit 3), as is /proc.
+  exec --cwd takes the same paths. sbx ensure shows the workspace.
 
   --json on any command prints JSON. Exit codes: 0 ok, 1 failed (exec: the command's own code),
   2 usage, 3 not logged in or key rejected, 4 not found, 5 broker or sandbox unreachable.

@@ -5,7 +5,10 @@ import { parseRemotePath, requireRemotePath, WORKSPACE } from '../remote-path.js
 import { formatTable } from '../table.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-/** Lists a sandbox directory (`<thread>:` alone, or `<thread>`, is the workspace itself). */
+/**
+ * Lists a sandbox directory: any the sandbox's user may read (`t1:/tmp`); `<thread>:` alone,
+ * or `<thread>`, is the workspace itself.
+ */
 export async function ls(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('ls', args, { json: { type: 'boolean' } });
   const first = positionals[0];

@@ -3,7 +3,10 @@ import { EXIT } from '../exit-codes.js';
 import { requireRemotePath } from '../remote-path.js';
 import { ThreadSessions } from '../thread-sessions.js';
 
-/** Removes a sandbox file, or a directory with `-r`. */
+/**
+ * Removes a sandbox file, or a directory with `-r`: wherever the sandbox's user may (`t1:/tmp/x`);
+ * a read-only place is refused (403, exit 3).
+ */
 export async function rm(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('rm', args, {
     recursive: { type: 'boolean', short: 'r' },

@@ -26,7 +26,7 @@ interface Route {
  * Mirrors a directory between this machine and a sandbox: a push when the sandbox side comes
  * second, a pull when it comes first. `--delete` removes what the source side lacks,
  * `--watch` (push only) keeps pushing local changes until Ctrl-C or SIGTERM. The sandbox
- * side is a sandbox path (`t1:proj`, `t1:` or `t1` for the workspace, `t1:/workspace/proj`),
+ * side is a sandbox path (`t1:proj`, `t1:` or `t1` for the workspace, `t1:/workspace/proj`, `t1:/tmp/d`),
  * resolved to its absolute form before anything is compared or remembered (see openTarget).
  */
 export async function sync(ctx: CliContext, args: readonly string[]): Promise<number> {
