@@ -73,9 +73,20 @@ asRoot('a split agent (real ids its own, effective ids the user’s), attacked f
     child = spawn(
       '/usr/bin/setpriv',
       [
-        ...['--ruid', String(agentId), '--euid', String(userId)],
-        ...['--rgid', String(agentId), '--egid', String(userId), '--clear-groups', '--'],
-        ...[process.execPath, '--import', 'tsx', 'services/agent/src/main.ts'],
+        '--ruid',
+        String(agentId),
+        '--euid',
+        String(userId),
+        '--rgid',
+        String(agentId),
+        '--egid',
+        String(userId),
+        '--clear-groups',
+        '--',
+        process.execPath,
+        '--import',
+        'tsx',
+        'services/agent/src/main.ts',
       ],
       {
         cwd: root,
