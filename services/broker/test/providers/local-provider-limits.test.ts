@@ -104,6 +104,25 @@ asRoot('sandbox limits', () => {
     });
     expect(await visible.json()).toMatchObject({ exit_code: 0, stdout: 'still here\n' });
     expect(await kit.provider.status(neighbour.spec.sandboxId)).toBe('running');
+    // Its own agent shares the sandbox's process limit, and still answers: files are served, and
+    // a new process is refused with a clear error rather than a hang or a crash.
+    const read = await fetch(
+      `${limited.dataplane.httpBaseUrl}/v1/files/list?path=%2Ftmp`,
+      authed(limited, ['fs:ro']),
+    );
+    expect(read.status).toBe(200);
+    const refused = await fetch(`${limited.dataplane.httpBaseUrl}/v1/exec`, {
+      ...authed(limited, ['process'], {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ cmd: 'echo forked' }),
+      }),
+    });
+    const answer = (await refused.json()) as { error?: { message: string }; stdout?: string };
+    expect(refused.status === 200 ? answer.stdout : answer.error?.message).toMatch(
+      /forked|process|resource|fork/i,
+    );
+    expect(refused.status).toBeLessThan(500);
     await fetch(
       `${limited.dataplane.httpBaseUrl}/v1/processes/${bomb}`,
       authed(limited, ['process'], { method: 'DELETE' }),
