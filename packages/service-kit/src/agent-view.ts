@@ -1,5 +1,12 @@
 import path from 'node:path';
-import { AGENT_CODE_DIR, readHostRoot, SANDBOX_WORKSPACE, type HostRootEntry } from './bubblewrap.js';
+import {
+  AGENT_CODE_DIR,
+  OWN_TOP_LEVEL,
+  readHostRoot,
+  rootArgs,
+  SANDBOX_WORKSPACE,
+  type HostRootEntry,
+} from './bubblewrap.js';
 
 /** A program and its arguments (argv is world-readable: never secrets). */
 export interface ViewCommand {
@@ -28,19 +35,7 @@ export interface AgentViewOptions {
   readonly hostRoot?: readonly HostRootEntry[];
 }
 
-/** Top-level names the view makes its own: everything else is the host's, read-only. */
-const OWN_TOP_LEVEL = new Set(['proc', 'dev', 'tmp', 'run', SANDBOX_WORKSPACE.slice(1)]);
 const SETPRIV = '/usr/bin/setpriv';
-
-function rootArgs(entries: readonly HostRootEntry[]): string[] {
-  return entries
-    .filter((entry) => !OWN_TOP_LEVEL.has(entry.name))
-    .flatMap((entry) =>
-      entry.kind === 'symlink'
-        ? ['--symlink', entry.target, `/${entry.name}`]
-        : ['--ro-bind', `/${entry.name}`, `/${entry.name}`],
-    );
-}
 
 /**
  * The bwrap flags of the agent's view: the filesystem exactly as the sandbox's user

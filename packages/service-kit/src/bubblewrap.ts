@@ -29,7 +29,13 @@ export const SANDBOX_WORKSPACE = '/workspace';
 export const AGENT_CODE_DIR = '/run/sbx-agent';
 
 /** Top-level names the sandbox gets its own of (or none at all), never the host's. */
-const OWN_TOP_LEVEL = new Set(['proc', 'dev', 'tmp', 'run', SANDBOX_WORKSPACE.slice(1)]);
+export const OWN_TOP_LEVEL: ReadonlySet<string> = new Set([
+  'proc',
+  'dev',
+  'tmp',
+  'run',
+  SANDBOX_WORKSPACE.slice(1),
+]);
 
 function entryOf(dirent: Dirent): HostRootEntry {
   if (dirent.isSymbolicLink()) {
@@ -51,7 +57,7 @@ export function readHostRoot(): HostRootEntry[] {
  * binding the host's `/` whole would leave no place to mount the workspace at
  * SANDBOX_WORKSPACE (a read-only bind cannot get a new mount point).
  */
-function rootArgs(entries: readonly HostRootEntry[]): string[] {
+export function rootArgs(entries: readonly HostRootEntry[]): string[] {
   return entries
     .filter((entry) => !OWN_TOP_LEVEL.has(entry.name))
     .flatMap((entry) =>

@@ -6,47 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WebSocket } from 'ws';
 import { contractSpec } from './provider-contract.js';
 import { startLocalKit, tokenFor, type LocalKit } from './local-provider-kit.js';
-import { background, exec, shellRunning, type Door } from './sandbox-doors.js';
+import { background, exec, READERS, readFile, shellRunning, WRITERS, type Door } from './sandbox-doors.js';
 
 const WORKSPACE = '/workspace';
-
-async function writeFile(door: Door, file: string, content: string): Promise<void> {
-  const url = `${door.dataplane.httpBaseUrl}/v1/files/upload?path=${encodeURIComponent(file)}`;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${tokenFor(door.spec, ['fs:rw'])}` },
-    body: content,
-  });
-  if (response.status !== 200 && response.status !== 201)
-    throw new Error(`upload answered ${response.status}: ${await response.text()}`);
-}
-
-async function readFile(door: Door, file: string): Promise<string> {
-  const url = `${door.dataplane.httpBaseUrl}/v1/files/download?path=${encodeURIComponent(file)}`;
-  const response = await fetch(url, {
-    headers: { authorization: `Bearer ${tokenFor(door.spec, ['fs:ro'])}` },
-  });
-  return response.status === 200 ? response.text() : `HTTP ${response.status}`;
-}
-
-type Writer = (door: Door, file: string, content: string) => Promise<void>;
-type Reader = (door: Door, file: string) => Promise<string>;
-
-const WRITERS: ReadonlyArray<readonly [string, Writer]> = [
-  ['file API', writeFile],
-  ['exec', async (door, file, content) => void (await exec(door, `printf %s '${content}' > '${file}'`))],
-  ['background', (door, file, content) => background(door, `printf %s '${content}' > '${file}'`, {})],
-  [
-    'shell',
-    async (door, file, content) => void (await shellRunning(door, `printf %s '${content}' > '${file}'`)),
-  ],
-];
-
-const READERS: ReadonlyArray<readonly [string, Reader]> = [
-  ['file API', readFile],
-  ['exec', async (door, file) => (await exec(door, `cat '${file}'`)).stdout],
-  ['shell', (door, file) => shellRunning(door, `cat '${file}'`)],
-];
 
 /** Opens a recursive watch and collects the paths of its events. */
 async function watch(door: Door, target: string): Promise<{ paths: Set<string>; close: () => void }> {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { WebSocket } from 'ws';
 import { contractSpec } from './provider-contract.js';
 import { startLocalKit, tokenFor, type LocalKit } from './local-provider-kit.js';
-import { background, exec, shellRunning, type Door } from './sandbox-doors.js';
+import { exec, READERS, readFile, shellRunning, WRITERS, type Door } from './sandbox-doors.js';
 
 async function call(door: Door, method: string, route: string, body?: string): Promise<Response> {
   return fetch(`${door.dataplane.httpBaseUrl}${route}`, {
@@ -18,35 +18,6 @@ async function call(door: Door, method: string, route: string, body?: string): P
 }
 
 const q = (file: string): string => encodeURIComponent(file);
-
-async function apiWrite(door: Door, file: string, content: string): Promise<void> {
-  const response = await call(door, 'POST', `/v1/files/upload?path=${q(file)}`, content);
-  if (response.status >= 300) throw new Error(`upload answered ${response.status}: ${await response.text()}`);
-}
-
-async function apiRead(door: Door, file: string): Promise<string> {
-  const response = await call(door, 'GET', `/v1/files/download?path=${q(file)}`);
-  return response.status === 200 ? response.text() : `HTTP ${response.status}`;
-}
-
-type Writer = (door: Door, file: string, content: string) => Promise<void>;
-type Reader = (door: Door, file: string) => Promise<string>;
-
-const WRITERS: ReadonlyArray<readonly [string, Writer]> = [
-  ['file API', apiWrite],
-  ['exec', async (door, file, content) => void (await exec(door, `printf %s '${content}' > "${file}"`))],
-  ['background', (door, file, content) => background(door, `printf %s '${content}' > "${file}"`, {})],
-  [
-    'shell',
-    async (door, file, content) => void (await shellRunning(door, `printf %s '${content}' > "${file}"`)),
-  ],
-];
-
-const READERS: ReadonlyArray<readonly [string, Reader]> = [
-  ['file API', apiRead],
-  ['exec', async (door, file) => (await exec(door, `cat "${file}"`)).stdout],
-  ['shell', (door, file) => shellRunning(door, `cat "${file}"`)],
-];
 
 /** Resolves with the first watch event's path once `act` has run. */
 async function watchedPath(door: Door, dir: string, act: () => Promise<void>): Promise<string> {
@@ -121,7 +92,7 @@ describe("the file API sees the sandbox's whole filesystem, as every other door 
     };
     const shown = (await exec(a, 'ls -A /')).stdout.trim().split('\n');
     expect(listing.entries.map((entry) => entry.name).toSorted()).toEqual(shown.toSorted());
-    expect(await apiRead(a, '/etc/os-release')).toBe((await exec(a, 'cat /etc/os-release')).stdout);
+    expect(await readFile(a, '/etc/os-release')).toBe((await exec(a, 'cat /etc/os-release')).stdout);
 
     const refused = await call(a, 'POST', `/v1/files/upload?path=${q('/etc/os-release')}`, 'pwned');
     expect(refused.status).toBe(403);
@@ -129,7 +100,7 @@ describe("the file API sees the sandbox's whole filesystem, as every other door 
       /read-only file system|permission denied/,
     );
     expect((await exec(a, 'echo pwned > /etc/os-release; echo rc=$?')).stdout).toMatch(/^rc=[1-9]$/m);
-    expect(await apiRead(a, '/etc/os-release')).not.toContain('pwned');
+    expect(await readFile(a, '/etc/os-release')).not.toContain('pwned');
   });
 
   it("refuses the agent's own /proc through the file API; a process reads the sandbox's", async () => {

@@ -97,3 +97,45 @@ export function overSocket(
 export function shellRunning(door: Door, line: string, env: Record<string, string> = {}): Promise<string> {
   return overSocket(door, '/v1/shell/ws', { type: 'start', cols: 80, rows: 24, env }, `${line}\nexit\n`);
 }
+
+/** POST /v1/files/upload: the file API's write of a sandbox path. */
+export async function writeFile(door: Door, file: string, content: string): Promise<void> {
+  const url = `${door.dataplane.httpBaseUrl}/v1/files/upload?path=${encodeURIComponent(file)}`;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tokenFor(door.spec, ['fs:rw'])}` },
+    body: content,
+  });
+  if (response.status !== 200 && response.status !== 201)
+    throw new Error(`upload answered ${response.status}: ${await response.text()}`);
+}
+
+/** GET /v1/files/download: the content, or `HTTP <status>` when refused. */
+export async function readFile(door: Door, file: string): Promise<string> {
+  const url = `${door.dataplane.httpBaseUrl}/v1/files/download?path=${encodeURIComponent(file)}`;
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${tokenFor(door.spec, ['fs:ro'])}` },
+  });
+  return response.status === 200 ? response.text() : `HTTP ${response.status}`;
+}
+
+type Writer = (door: Door, file: string, content: string) => Promise<void>;
+type Reader = (door: Door, file: string) => Promise<string>;
+
+/** Every door that writes a file: the file API, exec, a background process, a shell. */
+export const WRITERS: ReadonlyArray<readonly [string, Writer]> = [
+  ['file API', writeFile],
+  ['exec', async (door, file, content) => void (await exec(door, `printf %s '${content}' > "${file}"`))],
+  ['background', (door, file, content) => background(door, `printf %s '${content}' > "${file}"`, {})],
+  [
+    'shell',
+    async (door, file, content) => void (await shellRunning(door, `printf %s '${content}' > "${file}"`)),
+  ],
+];
+
+/** Every door that reads one back. */
+export const READERS: ReadonlyArray<readonly [string, Reader]> = [
+  ['file API', readFile],
+  ['exec', async (door, file) => (await exec(door, `cat "${file}"`)).stdout],
+  ['shell', (door, file) => shellRunning(door, `cat "${file}"`)],
+];
