@@ -117,7 +117,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
   };
   const admin =
     deps.admin === undefined ? [] : adminRoutes({ ...deps, ...deps.admin, authenticate: http.authenticate });
-  const sandboxes = sandboxRouting(deps, http, callers);
+  const sandboxes = sandboxRouting(deps, http, callers, authFailureLimiter);
   // Relay mode: the session and thread routes present the broker's dataplane addresses.
   const sessions = { ...http, service: sandboxes.sessionView };
   const executeCode = executeCodeService(deps);

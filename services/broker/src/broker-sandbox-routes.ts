@@ -3,6 +3,7 @@
 // own routes under `/v1/sandboxes/{id}/dp/…`, and session answers pointing there).
 import type { Router } from 'express';
 import type { BrokerRoutesDeps } from './broker-routes.js';
+import type { AuthFailureLimiter } from './domain/rate-limit/auth-failure-limiter.js';
 import type { CallerAuthenticator } from './domain/auth/authenticate-caller.js';
 import { stoppedByOwner } from './domain/sandboxes/owner-stops.js';
 import { relayedSessions } from './domain/sandboxes/relayed-sessions.js';
@@ -28,6 +29,7 @@ export function sandboxRouting(
   deps: BrokerRoutesDeps,
   http: SessionHttpDeps,
   callers: CallerAuthenticator,
+  failures?: AuthFailureLimiter,
 ): SandboxRouting {
   const queries = new SandboxResourceQueries(deps.prisma);
   const resources = sandboxResources(deps, queries);
@@ -39,6 +41,7 @@ export function sandboxRouting(
           resources,
           queries,
           callers,
+          failures,
           capabilities: {
             vault: deps.vault,
             issuances: deps.repositories.tokens,
@@ -49,6 +52,7 @@ export function sandboxRouting(
   const sockets = sandboxSessionSockets({
     resources,
     authenticator: callers,
+    failures,
     audit: deps.audit,
     logger: deps.logger,
     allowedOrigins: deps.allowedOrigins,

@@ -39,6 +39,7 @@ export function dataplaneRelayRoutes(deps: DataplaneRelayRoutesDeps): Router {
       method: req.method,
       agentPath,
       requestId: requestIdOf(res),
+      address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     });
     const outcome = await relayHttp(req, res, target, `${agentPath}${query}`);
     // The agent refused a kept token (its jti revoked): this caller's next call gets a new one.

@@ -8,6 +8,8 @@ import { SbxError } from '@sbx/protocol';
 import { isOpaqueToken, parseCompactToken } from '@sbx/tokens';
 import type { AuditContext } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
+import type { AuthFailureLimiter } from '../../domain/rate-limit/auth-failure-limiter.js';
+import { withFailureLimit } from '../auth/limited-callers.js';
 import { requireCallerScope } from '../../domain/auth/principal.js';
 import { checkCapability, type CapabilityCheckDeps } from '../../domain/sandboxes/capability-check.js';
 import { dataplaneOperation } from '../../domain/sandboxes/dataplane-operation.js';
@@ -19,6 +21,8 @@ export interface DataplaneRelayDeps {
   readonly queries: Pick<SandboxResourceQueries, 'find'>;
   readonly capabilities: CapabilityCheckDeps;
   readonly callers: CallerAuthenticator;
+  /** Refused caller credentials count against the client address (limited-callers.ts). */
+  readonly failures?: AuthFailureLimiter | undefined;
 }
 
 export interface ResolvedRelay {
@@ -40,7 +44,15 @@ function isCapabilityOf(credential: string, sandboxId: string): boolean {
 
 export async function resolveRelay(
   deps: DataplaneRelayDeps,
-  call: { sandboxId: string; credential: string; method: string; agentPath: string; requestId?: string },
+  call: {
+    sandboxId: string;
+    credential: string;
+    method: string;
+    agentPath: string;
+    requestId?: string;
+    /** The client's address, for the failed-credential limit. */
+    address: string;
+  },
 ): Promise<ResolvedRelay> {
   const operation = dataplaneOperation(call.method, call.agentPath);
   if (operation === undefined) throw new SbxError('NOT_FOUND', `no data-plane route ${call.agentPath}`);
@@ -54,7 +66,8 @@ export async function resolveRelay(
     const running = await deps.resources.tokenTarget(sandbox, claims, requestId);
     return { target: { ...running, token: call.credential, jti: claims.jti } };
   }
-  const principal = await deps.callers.authenticate(`Bearer ${call.credential}`);
+  const callers = withFailureLimit(deps.callers, deps.failures, call.address);
+  const principal = await callers.authenticate(`Bearer ${call.credential}`);
   requireCallerScope(principal, operation.callerScope);
   const context = { requestId, principal };
   return { target: await deps.resources.relayTarget(context, call.sandboxId, operation.capability), context };

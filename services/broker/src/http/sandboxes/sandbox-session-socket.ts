@@ -17,6 +17,8 @@ import { originAllowed, type Logger } from '@sbx/service-kit';
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { CallerAuthenticator } from '../../domain/auth/authenticate-caller.js';
+import type { AuthFailureLimiter } from '../../domain/rate-limit/auth-failure-limiter.js';
+import { withFailureLimit } from '../auth/limited-callers.js';
 import { requireCallerScope } from '../../domain/auth/principal.js';
 import { dataplanePath } from '../../domain/sandboxes/dataplane-operation.js';
 import type { SandboxResources } from '../../domain/sandboxes/sandbox-resources.js';
@@ -33,6 +35,8 @@ export interface SandboxSessionSocketDeps {
   readonly allowedOrigins?: readonly string[] | undefined;
   /** Relay mode: `/v1/sandboxes/{id}/dp/<agent socket path>` too (absent: not served). */
   readonly dataplane?: DataplaneRelayDeps | undefined;
+  /** Refused caller credentials count against the client address (limited-callers.ts). */
+  readonly failures?: AuthFailureLimiter | undefined;
 }
 
 const SESSION_PATH = /^\/v1\/sandboxes\/([^/]+)\/sessions\/([^/]+)$/;
@@ -55,7 +59,7 @@ type Resolve = (credential: string) => Promise<
  * sent), as Express matches the HTTP routes: a URL parser would resolve `/dp/%2e%2e/…` out of
  * the relay's prefix before anything checked it. 400 (thrown) for a /dp path dataplanePath refuses.
  */
-function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string): Resolve | undefined {
+function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string, address: string): Resolve | undefined {
   const url = new URL(requestUrl, 'http://broker.invalid');
   const pathname = requestUrl.split(/[?#]/, 1)[0] ?? '';
   const session = SESSION_PATH.exec(pathname);
@@ -65,7 +69,12 @@ function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string): Resolve | 
         id: decodeURIComponent(session[1] ?? ''),
         sid: decodeURIComponent(session[2] ?? ''),
       });
-      const principal = await deps.authenticator.authenticate(`Bearer ${credential}`);
+      const callers = withFailureLimit(
+        deps.authenticator,
+        deps.dataplane?.failures ?? deps.failures,
+        address,
+      );
+      const principal = await callers.authenticate(`Bearer ${credential}`);
       requireCallerScope(principal, 'attach:sandbox');
       const context = { requestId: `req_${randomUUID()}`, principal };
       const target = await deps.resources.relayTarget(context, params.id, 'shell');
@@ -78,7 +87,7 @@ function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string): Resolve | 
   const agentPath = dataplanePath(dataplane[2] ?? '/');
   return async (credential) => {
     const sandboxId = decodeURIComponent(dataplane[1] ?? '');
-    const resolved = await resolveRelay(relay, { sandboxId, credential, method: 'GET', agentPath });
+    const resolved = await resolveRelay(relay, { sandboxId, credential, method: 'GET', agentPath, address });
     return { ...resolved, agentPath: `${agentPath}${url.search}`, route: `dp${agentPath}` };
   };
 }
@@ -91,7 +100,7 @@ export function sandboxSessionSockets(deps: SandboxSessionSocketDeps): {
   const upgrade: UpgradeHandler = (req, socket, head) => {
     let resolve: Resolve | undefined;
     try {
-      resolve = routeOf(deps, req.url ?? '/');
+      resolve = routeOf(deps, req.url ?? '/', req.socket.remoteAddress ?? 'unknown');
     } catch (err) {
       refuseUpgrade(socket, SbxError.from(err));
       return true;
