@@ -26,7 +26,7 @@ function socketAnswer(url: string, credential: string): Promise<{ code?: string 
       clearTimeout(timer);
       const frame = JSON.parse(data.toString('utf8')) as { error?: { code?: string } };
       socket.close();
-      resolve({ ...(frame.error?.code === undefined ? {} : { code: frame.error.code }) });
+      resolve(frame.error?.code === undefined ? {} : { code: frame.error.code });
     });
   });
 }
