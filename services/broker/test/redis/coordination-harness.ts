@@ -1,10 +1,10 @@
 // Runs the coordination contract against both implementations: real Redis
 // (time passes for real) and in-process (time moved by an injected clock).
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type { Coordination } from '../../src/adapters/redis/coordination.js';
 import { createCoordination } from '../../src/adapters/redis/create-coordination.js';
+import { testResourceName } from '../../../../scripts/test-resource-names.mjs';
 
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -58,8 +58,9 @@ export async function availableHarnesses(): Promise<HarnessFactory[]> {
   return [inProcess];
 }
 
+/** Named like a test database (scripts/test-resource-names.mjs): the test runner drops its keys. */
 function uniqueRunPrefix(): string {
-  return `sbxtest-${randomUUID().slice(0, 8)}`;
+  return testResourceName();
 }
 
 function inProcessHarness(): CoordinationHarness {

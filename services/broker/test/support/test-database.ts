@@ -1,7 +1,9 @@
 // Databases for store tests, on both backends the broker supports:
 //  - postgres: a uniquely named database on 127.0.0.1:5432 (user postgres, trust),
 //    or on the server of TEST_DATABASE_URL (an admin URL) when set, created per
-//    open() and dropped (connections forced out) on close(). When the server
+//    open() and dropped (connections forced out) on close(). Its name carries its
+//    creation time and run (scripts/test-resource-names.mjs), by which the test
+//    runner drops what an interrupted or crashed run left behind. When the server
 //    cannot be reached, its tests are skipped with a loud warning, except under
 //    CI=true, where importing this module fails instead.
 //  - pglite: embedded Postgres in memory.
@@ -19,13 +21,11 @@ import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe } from '@jest/globals';
 import { Client } from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { testResourceName } from '../../../../scripts/test-resource-names.mjs';
 import { IN_MEMORY, openDatabase, type Database } from '../../src/store/database.js';
 import { applyMigrations, readMigrations } from '../../src/store/schema-engine.js';
 
 export const ADMIN_URL = process.env['TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
-const DB_PREFIX = 'sbx_test_';
-/** Test databases older than this are leftovers of a crashed run, dropped at the next start. */
-const STALE_AFTER_SECONDS = 6 * 3600;
 /** PGlite takes seconds to initialise on a small machine, more when jest runs files in parallel. */
 export const OPEN_TIMEOUT_MS = 120_000;
 
@@ -67,25 +67,10 @@ async function withAdmin<T>(fn: (client: Client) => Promise<T>): Promise<T> {
 
 async function probePostgres(): Promise<string | undefined> {
   try {
-    await withAdmin(async (client) => {
-      await client.query('SELECT 1');
-      await dropStaleDatabases(client);
-    });
+    await withAdmin((client) => client.query('SELECT 1'));
     return undefined;
   } catch (err) {
     return err instanceof Error ? err.message || err.name : String(err);
-  }
-}
-
-async function dropStaleDatabases(client: Client): Promise<void> {
-  const { rows } = await client.query<{ datname: string }>(
-    'SELECT datname FROM pg_database WHERE datname LIKE $1',
-    [`${DB_PREFIX}%`],
-  );
-  const now = Math.floor(Date.now() / 1000);
-  for (const { datname } of rows) {
-    const created = Number.parseInt(datname.slice(DB_PREFIX.length).split('_')[0] ?? '', 36);
-    if (Number.isFinite(created) && now - created > STALE_AFTER_SECONDS) await dropDatabase(client, datname);
   }
 }
 
@@ -109,7 +94,7 @@ if (unreachable !== undefined) {
 
 /** Creates a uniquely named database, opens it, and drops it again on close(). */
 export async function openPostgresTestDatabase(options: OpenOptions = {}): Promise<TestDatabase> {
-  const name = `${DB_PREFIX}${Math.floor(Date.now() / 1000).toString(36)}_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = testResourceName();
   await withAdmin((client) => client.query(`CREATE DATABASE "${name}"`));
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
