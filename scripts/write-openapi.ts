@@ -1,6 +1,8 @@
-// `pnpm openapi:write`: regenerates docs/openapi.json from the route table.
+// `pnpm openapi:write`: regenerates docs/openapi.json and docs/openapi-agent.json from the route tables.
 import { writeFile } from 'node:fs/promises';
-import { OPENAPI_PATH, openApiFileText } from './openapi-file.js';
+import { openApiFiles } from './openapi-file.js';
 
-await writeFile(OPENAPI_PATH, await openApiFileText());
-process.stdout.write(`wrote ${OPENAPI_PATH}\n`);
+for (const { path, text } of await openApiFiles()) {
+  await writeFile(path, text);
+  process.stdout.write(`wrote ${path}\n`);
+}

@@ -170,6 +170,17 @@ export const ProcessStdinRequest = z
   .superRefine(base64WhenSaid('data', 'encoding'));
 export type ProcessStdinRequest = z.infer<typeof ProcessStdinRequest>;
 
+/** What `POST /v1/processes/{id}/stdin` wrote, and whether the process's stdin is still open. */
+export const ProcessStdinResponse = z.object({
+  process_id: z.string(),
+  written_bytes: z.number().int().nonnegative(),
+  stdin_open: z.boolean(),
+});
+export type ProcessStdinResponse = z.infer<typeof ProcessStdinResponse>;
+
+/** `/v1/processes/{id}…`: the `process_id` the start answered. */
+export const ProcessPathParams = z.strictObject({ id: z.string().min(1) });
+
 export const ProcessSignalRequest = z.strictObject({ signal: Signal });
 export type ProcessSignalRequest = z.infer<typeof ProcessSignalRequest>;
 

@@ -6,15 +6,35 @@ import { Timestamp } from './primitives.js';
  * parses answers with them).
  *
  * Paths are sandbox paths, the same for files, exec and shells: an absolute path is what
- * processes of the sandbox see (`/workspace/a/b` under bubblewrap) and must lie in the
- * workspace; a relative path (`a/b`) is relative to the workspace. Answers always give
- * the absolute form. See docs/files.md.
+ * processes of the sandbox see (`/workspace/a/b` under bubblewrap, `/tmp/x`); a relative
+ * path (`a/b`) is relative to the workspace. Answers always give the absolute form. See
+ * docs/files.md.
  */
 export const WorkspacePathText = z
   .string()
   .min(1)
   .max(4096)
-  .describe('Sandbox path inside the workspace: absolute (e.g. /workspace/a) or relative to the workspace');
+  .describe(
+    'Sandbox path: absolute as its processes see it (e.g. /workspace/a, /tmp/x) or relative to the workspace',
+  );
+
+/** `?path=` of the `/v1/files/*` routes (decoded once by the query parser, then checked by the path guard). */
+export const FilePathQuery = z.object({ path: WorkspacePathText });
+export type FilePathQuery = z.infer<typeof FilePathQuery>;
+
+/** `?recursive=true` deletes a directory with its contents; absent or `false`: only an empty one. */
+export const RecursiveQuery = z.object({ recursive: z.enum(['true', 'false']).optional() });
+
+/** `DELETE /v1/files?path=&recursive=`. */
+export const FileRemoveQuery = FilePathQuery.extend(RecursiveQuery.shape);
+export type FileRemoveQuery = z.infer<typeof FileRemoveQuery>;
+
+/** `/files/{path}`: the URL tail, always relative to the workspace (`/files` alone is the workspace). */
+export const FilesUrlParams = z.strictObject({
+  path: z
+    .string()
+    .describe('Relative to the workspace; may hold "/" between segments, each percent-encoded once'),
+});
 
 /** `GET /v1/info`: where things are in this sandbox, for any token holder of it. */
 export const SandboxInfo = z.object({
