@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { AuditTrail } from './domain/audit/audit-trail.js';
-import { ensureGeneratedAdminKey, importBootstrapKey } from './domain/auth/bootstrap.js';
+import { importBootstrapKey } from './domain/auth/bootstrap.js';
+import { issueGeneratedAdminKey, type GeneratedAdminKey } from './broker-admin-key.js';
 import type { IdempotencySettings } from './domain/idempotency/idempotency-guard.js';
 import { announceKeyRotation, forgetRotatedKeys } from './domain/keys/key-rotation-notices.js';
 import { KeyVault } from './domain/keys/key-vault.js';
@@ -71,8 +72,13 @@ export interface Broker {
   readonly app: Express;
   /** What confines user processes on this broker ('none' without bubblewrap). */
   readonly isolation: SandboxProvider['isolation'];
-  /** An admin key generated on this start (first start only): print it once. */
-  readonly generatedAdminKey: string | undefined;
+  /**
+   * The admin key of a data directory's first start (without a bootstrap key), made by this
+   * call: call it once the broker listens and print the key at once (broker-admin-key.ts).
+   */
+  issueAdminKey(): Promise<GeneratedAdminKey | undefined>;
+  /** Sandboxes this instance keeps warm (0: no pool). */
+  readonly warmPoolSize: number;
   readonly service: SessionService;
   readonly repositories: Repositories;
   readonly vault: KeyVault;
@@ -159,13 +165,9 @@ export async function assembleBroker(
     },
   });
 
-  let generatedAdminKey: string | undefined;
   if (settings.bootstrapApiKey !== undefined)
     await importBootstrapKey(settings.bootstrapApiKey, repositories.apiKeys);
-  else if (settings.generatedAdminKeyDir !== undefined) {
-    generatedAdminKey = (await ensureGeneratedAdminKey(settings.generatedAdminKeyDir, repositories.apiKeys))
-      ?.key;
-  }
+  const keyDir = settings.bootstrapApiKey === undefined ? settings.generatedAdminKeyDir : undefined;
 
   // Before the first request: agents that died with the previous broker process are recorded as such.
   await presence.start();
@@ -233,7 +235,11 @@ export async function assembleBroker(
   return {
     app,
     isolation: provider.isolation,
-    generatedAdminKey,
+    issueAdminKey: () =>
+      keyDir === undefined
+        ? Promise.resolve(undefined)
+        : issueGeneratedAdminKey(keyDir, repositories.apiKeys),
+    warmPoolSize: warm?.size ?? 0,
     service,
     repositories,
     vault,

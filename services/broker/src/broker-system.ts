@@ -7,13 +7,16 @@ import { openBrokerAdapters } from './broker-adapters.js';
 import { assembleBroker, type BrokerSettings } from './broker-assembly.js';
 import type { BrokerConfig } from './config.js';
 import type { SandboxProvider } from './providers/provider.js';
+import type { GeneratedAdminKey } from './broker-admin-key.js';
 
 export interface BrokerSystem {
   readonly app: Express;
   /** What confines user processes on this broker ('none' without bubblewrap). */
   readonly isolation: SandboxProvider['isolation'];
-  /** An admin key generated on this start (embedded mode, first start only): print it once. */
-  readonly generatedAdminKey: string | undefined;
+  /** Embedded mode, first start only: makes the admin key; call once listening, print at once. */
+  issueAdminKey(): Promise<GeneratedAdminKey | undefined>;
+  /** Sandboxes kept warm (0: no pool). */
+  readonly warmPoolSize: number;
   /** Serves the broker's WebSocket routes on the server that serves `app`. */
   attach(server: Server): void;
   close(): Promise<void>;

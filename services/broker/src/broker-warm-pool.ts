@@ -10,6 +10,13 @@ import type { SandboxProvider } from './providers/provider.js';
 import type { Repositories } from './store/index.js';
 import type { WarmPoolRepository } from './store/warm-pool-repository.js';
 
+/**
+ * What one idle local sandbox costs the host, MiB of PSS (its agent, namespace holder and
+ * slirp4netns), for the banner's estimate: 25.2 measured on the embedded default pool of two
+ * (docs/warm-pools.md "Memory"); ~35 while freshly started, until V8 shrinks the idle heap.
+ */
+export const IDLE_LOCAL_SANDBOX_MIB = 25;
+
 export interface WarmPoolSetup {
   readonly size: number | undefined;
   readonly provider: SandboxProvider;
@@ -22,7 +29,9 @@ export interface WarmPoolSetup {
 
 export async function openWarmPool(
   setup: WarmPoolSetup,
-): Promise<{ readonly pool: WarmPool; readonly repository: WarmPoolRepository } | undefined> {
+): Promise<
+  { readonly pool: WarmPool; readonly repository: WarmPoolRepository; readonly size: number } | undefined
+> {
   const { size, provider, logger } = setup;
   if (size === undefined || size === 0) return undefined;
   if (provider.claim === undefined) {
@@ -46,5 +55,29 @@ export async function openWarmPool(
     tokenIssuer: setup.tokenIssuer,
     logger,
   });
-  return { pool, repository: setup.repositories.warmPool };
+  return { pool: announcingReady(pool, setup, size), repository: setup.repositories.warmPool, size };
+}
+
+/**
+ * The pool, logging `warm pool ready` once its first fill leaves it full: from then on a
+ * new scope's ensure is served warm (operators and tests wait for this line).
+ */
+function announcingReady(pool: WarmPool, setup: WarmPoolSetup, size: number): WarmPool {
+  const announce = async (): Promise<void> => {
+    await pool.refill();
+    const ready = await setup.repositories.warmPool.count(pool.kind);
+    if (ready >= size) setup.logger.info({ ready }, 'warm pool ready');
+  };
+  return {
+    kind: pool.kind,
+    limits: pool.limits,
+    refill: () => pool.refill(),
+    refillSoon: () => pool.refillSoon(),
+    stop: () => pool.stop(),
+    start() {
+      pool.start();
+      // start() began the first fill; refill() joins it. Its failures are logged by the pool.
+      void announce().catch(() => undefined);
+    },
+  };
 }

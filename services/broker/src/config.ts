@@ -13,6 +13,14 @@ import {
 import { apiKeyWeakness } from './domain/auth/api-key-strength.js';
 import { REPO_ROOT } from './repo-root.js';
 
+/**
+ * The warm pool of a broker on embedded defaults (no DATABASE_URL, local sandboxes): a new
+ * user's first ensure then finds a running agent instead of waiting for one to start, which
+ * takes seconds on a busy machine. Two, so that a second thread opened right after the
+ * first is warm too while the pool refills; an idle local sandbox costs ~25 MiB (PSS).
+ */
+export const EMBEDDED_WARM_POOL_SIZE = 2;
+
 /** `<repository>/.data/broker`, whatever the working directory (pnpm runs scripts in the package's). */
 const DEFAULT_DATA_DIR = path.join(REPO_ROOT, '.data', 'broker');
 
@@ -90,7 +98,8 @@ const BrokerEnv = z.object({
   REAPER_INTERVAL_MS: z.coerce.number().int().min(1000).max(3_600_000).default(15_000),
   BROKER_PRESENCE_TTL_MS: z.coerce.number().int().min(1000).max(600_000).default(15_000),
   // Warm pool (docs/warm-pools.md): sandboxes each broker instance keeps ready; 0 turns it off.
-  WARM_POOL_SIZE: z.coerce.number().int().min(0).max(1000).default(0),
+  // Unset: EMBEDDED_WARM_POOL_SIZE on embedded defaults, else 0 (warmPoolSizeOf).
+  WARM_POOL_SIZE: z.coerce.number().int().min(0).max(1000).optional(),
   // Address-space limit of one execute_code run (docs/execute-code.md "Limits").
   EXECUTE_CODE_MEMORY_MB: z.coerce.number().int().min(32).max(65_536).default(512),
   // Relay mode (docs/sandboxes.md): every data-plane route through the broker.
@@ -150,7 +159,7 @@ export interface BrokerConfig {
   readonly authFailuresPerMinute?: number;
   /** Between two reads of the agents' usage counters (absent: 60 s). */
   readonly usageCollectIntervalMs?: number;
-  /** Sandboxes of the default template this instance keeps ready (absent: 0, no pool). */
+  /** Sandboxes of the default template this instance keeps ready (absent: 0, no pool; see warmPoolSizeOf). */
   readonly warmPoolSize?: number;
   /** Between two reconciler rounds, and this instance's presence TTL (absent: 60 s, 15 s). */
   readonly reconciler?: { readonly intervalMs: number; readonly presenceTtlMs: number };
@@ -193,6 +202,20 @@ function trustProxyOf(value: string): boolean | number | string {
   if (value === 'false') return false;
   if (value === 'true') return true;
   return /^\d+$/.test(value) ? Number(value) : value;
+}
+
+/**
+ * WARM_POOL_SIZE when set (0 included). Unset, only a broker on embedded defaults keeps a
+ * pool: a deployment on Postgres sizes its pools itself (each instance keeps its own), and the
+ * container providers keep none (a default would only log that it is ignored).
+ */
+function warmPoolSizeOf(e: {
+  WARM_POOL_SIZE?: number;
+  DATABASE_URL?: string;
+  SANDBOX_PROVIDER: string;
+}): number {
+  if (e.WARM_POOL_SIZE !== undefined) return e.WARM_POOL_SIZE;
+  return e.DATABASE_URL === undefined && e.SANDBOX_PROVIDER === 'local' ? EMBEDDED_WARM_POOL_SIZE : 0;
 }
 
 /** The broker's only reader of the environment. */
@@ -257,7 +280,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     usageCollectIntervalMs: e.USAGE_COLLECT_INTERVAL_MS,
     reconciler: { intervalMs: e.RECONCILE_INTERVAL_MS, presenceTtlMs: e.BROKER_PRESENCE_TTL_MS },
-    warmPoolSize: e.WARM_POOL_SIZE,
+    warmPoolSize: warmPoolSizeOf(e),
     reaperIntervalMs: e.REAPER_INTERVAL_MS,
     executeCodeMemoryMb: e.EXECUTE_CODE_MEMORY_MB,
     dataplaneRelay:

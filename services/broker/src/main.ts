@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import {
   applyServerLimits,
   ConfigError,
@@ -9,7 +9,9 @@ import {
   type Logger,
 } from '@sbx/service-kit';
 import { createBrokerSystem, type BrokerSystem } from './broker-system.js';
+import { IDLE_LOCAL_SANDBOX_MIB } from './broker-warm-pool.js';
 import { loadBrokerConfig, type BrokerConfig } from './config.js';
+import { checkPortFree, listenProblem } from './listen-port.js';
 import { BROKER_VERSION } from './version.js';
 
 const now = (): number => Date.now();
@@ -30,17 +32,27 @@ function hostFor(config: BrokerConfig, system: BrokerSystem, logger: Logger): st
   return isLoopback(config.host) ? config.host : LOOPBACK;
 }
 
-async function listen(server: ReturnType<typeof createServer>, host: string, port: number): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
+async function listen(server: Server, host: string, port: number): Promise<number> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+  } catch (err) {
+    // Free when checked before the migrations, taken since: the same one-line answer.
+    throw listenProblem(err, host, port);
+  }
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('broker is not listening on TCP');
   return address.port;
 }
 
-function banner(url: string, config: BrokerConfig, system: BrokerSystem): string {
+function banner(
+  url: string,
+  config: BrokerConfig,
+  system: BrokerSystem,
+  adminKey: string | undefined,
+): string {
   const database =
     config.databaseUrl === undefined ? `embedded PGlite under ${config.dataDir}` : 'Postgres (DATABASE_URL)';
   const lines = [
@@ -49,10 +61,28 @@ function banner(url: string, config: BrokerConfig, system: BrokerSystem): string
     `  database:  ${database}`,
     `  isolation: ${system.isolation}`,
   ];
-  if (system.generatedAdminKey !== undefined) {
-    lines.push(`  admin API key (shown once, store it now): ${system.generatedAdminKey}`);
+  const warm = system.warmPoolSize;
+  if (warm > 0) {
+    const memory = `~${warm * IDLE_LOCAL_SANDBOX_MIB} MiB`;
+    lines.push(
+      `  warm pool: ${warm} sandbox${warm === 1 ? '' : 'es'} kept ready (${memory}; WARM_POOL_SIZE=0 turns it off)`,
+    );
   }
+  if (adminKey !== undefined) lines.push(`  admin API key (shown once, store it now): ${adminKey}`);
   return `${lines.join('\n')}\n\n`;
+}
+
+/** Resolves once standard output took `text`; rejects when it cannot (a full disk, a closed pipe). */
+function print(text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // The stream reports a failed write twice: to the callback, then as 'error' (fatal unheard).
+    process.stdout.once('error', reject);
+    process.stdout.write(text, (err) => {
+      if (err !== null && err !== undefined) return;
+      process.stdout.removeListener('error', reject);
+      resolve();
+    });
+  });
 }
 
 /** Pretty lines for a person at a terminal (or LOG_FORMAT=pretty); JSON lines for collectors. */
@@ -61,14 +91,8 @@ async function logDestination(config: BrokerConfig): Promise<DestinationStream |
   return format === 'pretty' ? prettyDestination(process.stdout) : undefined;
 }
 
-async function main(): Promise<void> {
-  const config = loadBrokerConfig();
-  const logger = createLogger({
-    service: 'broker',
-    level: config.logLevel,
-    destination: await logDestination(config),
-  });
-  const system = await createBrokerSystem(config, logger, now);
+/** Listens, then tells the operator where the broker is. */
+async function serve(config: BrokerConfig, system: BrokerSystem, logger: Logger): Promise<void> {
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, system.app);
   system.attach(server);
   applyServerLimits(server);
@@ -84,8 +108,44 @@ async function main(): Promise<void> {
   // Before anyone is told where the broker is: a SIGTERM right after the banner stops it cleanly.
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  logger.info({ url, isolation: system.isolation }, 'broker listening');
-  process.stdout.write(banner(url, config, system));
+  await announce(url, config, system, logger);
+}
+
+/** Makes the first start's admin key, only now (broker-admin-key.ts says why), and prints it at once. */
+async function announce(
+  url: string,
+  config: BrokerConfig,
+  system: BrokerSystem,
+  logger: Logger,
+): Promise<void> {
+  const adminKey = await system.issueAdminKey();
+  logger.info({ url, isolation: system.isolation, warmPoolSize: system.warmPoolSize }, 'broker listening');
+  await print(banner(url, config, system, adminKey?.key)).catch(async (err: unknown) => {
+    // A key nobody saw is withdrawn, so that the next start makes and prints another.
+    await adminKey?.withdraw().catch(() => undefined);
+    const why = err instanceof Error ? err.message : String(err);
+    const kept = adminKey === undefined ? '' : ': no admin key was kept';
+    throw new Error(`could not print the banner (${why})${kept}`);
+  });
+}
+
+async function main(): Promise<void> {
+  const config = loadBrokerConfig();
+  const logger = createLogger({
+    service: 'broker',
+    level: config.logLevel,
+    destination: await logDestination(config),
+  });
+  // Before the migrations: a taken port is answered at once, and nothing is made for nothing.
+  await checkPortFree(config.host, config.port);
+  const system = await createBrokerSystem(config, logger, now);
+  try {
+    await serve(config, system, logger);
+  } catch (err) {
+    // Its sandboxes (the warm pool's among them) end with it, rather than outlive the exit.
+    await system.close().catch(() => undefined);
+    throw err;
+  }
 }
 
 main().catch((err: unknown) => {

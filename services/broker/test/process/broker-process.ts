@@ -35,14 +35,60 @@ export interface StartOptions {
   readonly cwd?: string;
 }
 
+/**
+ * What every broker these tests start gets unless `env` says otherwise. No warm pool: on
+ * embedded defaults a broker keeps one (two agents started at once), which these tests do
+ * not look at; `WARM_POOL_SIZE: ''` (unset) restores the default.
+ */
+function baseEnv(env: Record<string, string>): Record<string, string> {
+  const base = { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: '0', LOG_FORMAT: 'json' };
+  return { ...base, WARM_POOL_SIZE: '0', ...env };
+}
+
+const argsOf = (options: StartOptions): string[] =>
+  options.bundle === undefined ? ['--import', tsxLoader, MAIN] : [options.bundle];
+
+export interface BrokerExit {
+  readonly code: number | null;
+  /** Standard output, when it was a pipe. */
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * A broker expected to stop by itself (a refused start): runs it to its exit. `stdout` is
+ * a descriptor to write standard output to instead of a pipe (e.g. /dev/full).
+ */
+export function runBrokerToExit(
+  env: Record<string, string>,
+  options: StartOptions & { readonly stdout?: number } = {},
+): Promise<BrokerExit> {
+  const child = spawn(process.execPath, argsOf(options), {
+    cwd: options.cwd ?? root,
+    env: baseEnv(env),
+    stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  // A broker that does not stop is killed at the ceiling: its exit then shows as a signal's (null).
+  const ceiling = setTimeout(() => child.kill('SIGKILL'), CEILING_MS);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(ceiling);
+      resolve({ code, stdout, stderr });
+    }),
+  );
+}
+
 export async function startBrokerProcess(
   env: Record<string, string>,
   options: StartOptions = {},
 ): Promise<BrokerProcess> {
-  const args = options.bundle === undefined ? ['--import', tsxLoader, MAIN] : [options.bundle];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(process.execPath, argsOf(options), {
     cwd: options.cwd ?? root,
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', PORT: '0', LOG_FORMAT: 'json', ...env },
+    env: baseEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

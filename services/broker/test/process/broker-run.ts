@@ -31,6 +31,8 @@ export function startBroker(on: 'pipe' | 'terminal', env: Record<string, string>
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
     PORT: '0',
     BROKER_DATA_DIR: dataDir,
+    // No warm pool (the embedded default starts two agents): these runs look at the output.
+    WARM_POOL_SIZE: '0',
     ...env,
   };
   const args = ['--import', tsxLoader, MAIN];
