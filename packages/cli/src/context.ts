@@ -63,9 +63,15 @@ export function parseCommand<T extends NonNullable<ParseArgsConfig['options']>>(
   try {
     return parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    throw new UsageError(`${command}: ${message} (sbx help)`);
+    throw new UsageError(`${command}: ${parserComplaint(err)} (sbx help)`);
   }
+}
+
+/** parseArgs' message in a person's words: `unknown option -r`, not how to pass it as a positional. */
+function parserComplaint(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1];
+  return unknown === undefined ? message : `unknown option ${unknown}`;
 }
 
 /** The one positional a command takes, or a usage error naming it. */

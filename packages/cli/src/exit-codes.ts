@@ -41,6 +41,7 @@ const EXIT_OF_CODE: Record<ErrorCode, number> = {
   BINDING_CONFLICT: EXIT.failed,
   PRECONDITION_FAILED: EXIT.failed,
   PAYLOAD_TOO_LARGE: EXIT.failed,
+  UNSUPPORTED_MEDIA_TYPE: EXIT.failed,
   RANGE_NOT_SATISFIABLE: EXIT.failed,
   IDEMPOTENCY_KEY_REUSED: EXIT.failed,
   SANDBOX_STARTING: EXIT.failed,
@@ -65,7 +66,9 @@ export function errorLine(err: unknown): string {
     // The broker, the sandbox's agent or an OIDC issuer: the message names which address failed.
     return `sbx: ${firstLine} (is the broker running? \`sbx doctor\` checks the broker and a sandbox)`;
   }
-  if (err instanceof SbxError && err.code === 'UNAUTHENTICATED' && !firstLine.includes('sbx login')) {
+  // Not while logging in: the line says that already.
+  const loggingIn = firstLine.includes('sbx login') || firstLine.startsWith('logging in to ');
+  if (err instanceof SbxError && err.code === 'UNAUTHENTICATED' && !loggingIn) {
     return `sbx: ${firstLine} (log in again: sbx login --broker <url> with --api-key <key> or --device)`;
   }
   return `sbx: ${firstLine}`;

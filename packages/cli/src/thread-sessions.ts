@@ -138,13 +138,22 @@ export class ThreadSessions {
     return workspace;
   }
 
-  /** Releases this CLI's bindings on the thread; the last binding of a sandbox destroys it. */
+  /**
+   * Releases this CLI's bindings on the thread; the last binding of a sandbox destroys it.
+   * Idempotent: a thread without a sandbox (it ended, or was released) has nothing to
+   * release (an empty list), which is no error.
+   */
   async release(thread: string): Promise<string[]> {
     let entry = this.store.readThreads()[thread];
     if (entry === undefined) {
       // Not cached (another machine, a cleared cache): join to learn our bindings, then leave.
-      await this.#negotiate(thread, 'human', 'get');
-      entry = await this.#negotiate(thread, 'agent', 'get');
+      try {
+        await this.#negotiate(thread, 'human', 'get');
+        entry = await this.#negotiate(thread, 'agent', 'get');
+      } catch (err) {
+        if (err instanceof NotFoundError) return [];
+        throw err;
+      }
     }
     const released: string[] = [];
     for (const role of BINDING_ROLES) {

@@ -1,12 +1,13 @@
 // `sbx` (a real process) against a broker stand-in (a real HTTP server on port 0) whose
 // answers break the protocol: each is one line naming the route, never `sbx: [` (a zod
-// issue list), a JSON parser's complaint quoting the body, or a stack.
+// issue list), a JSON parser's complaint quoting the body, or a stack. `sbx login` says
+// what it was doing (`logging in to <broker>`) before the route's failure.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startScriptedHttp, type ScriptedHttp } from '../../client/test/scripted-http.js';
 import { sbxRunner, type SbxRunner } from './support.js';
 
 const KEY = 'sbx_key_4f1a9c';
-const PROBE = 'GET /v1/sandbox/sessions/ssn_sbx-cli-whoami-probe';
+const PROBE = 'GET /v1/whoami';
 /** A pattern matching exactly `text`. */
 const exactly = (text: string): RegExp => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
 let broker: ScriptedHttp;
@@ -25,21 +26,24 @@ const CASES = [
   {
     name: 'a body that is not JSON',
     answer: { status: 200, contentType: 'application/json', body: `{"token":"${KEY}"` },
-    line: exactly(`sbx: inspect session: ${PROBE} answered HTTP 200 with a body that is not JSON`),
+    line: (url: string) =>
+      exactly(`sbx: logging in to ${url}: ${PROBE} answered HTTP 200 with a body that is not JSON`),
   },
   {
     name: 'JSON of the wrong shape',
     answer: { status: 200, contentType: 'application/json', body: JSON.stringify({ session: KEY }) },
-    line: new RegExp(
-      `^sbx: inspect session: ${PROBE} answered HTTP 200 with a body that does not match its schema \\(`,
-    ),
+    line: (url: string) =>
+      new RegExp(
+        `^sbx: logging in to ${url}: ${PROBE} answered HTTP 200 with a body that does not match its schema \\(`,
+      ),
   },
   {
     name: "a proxy's HTML 502 page",
     answer: { status: 502, contentType: 'text/html', body: `<html><h1>Bad Gateway</h1>${KEY}</html>` },
-    line: exactly(
-      `sbx: inspect session: ${PROBE} answered HTTP 502 Bad Gateway (text/html) without an error envelope`,
-    ),
+    line: (url: string) =>
+      exactly(
+        `sbx: logging in to ${url}: ${PROBE} answered HTTP 502 Bad Gateway (text/html) without an error envelope`,
+      ),
   },
 ] as const;
 
@@ -51,7 +55,7 @@ describe('sbx and answers that break the protocol', () => {
     expect(result.stderr.endsWith('\n')).toBe(true);
     const lines = result.stderr.trimEnd().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(line);
+    expect(lines[0]).toMatch(line(broker.url));
     expect(result.stderr).not.toContain(KEY);
   });
 });

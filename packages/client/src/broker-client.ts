@@ -7,6 +7,7 @@ import {
   ThreadHeartbeatResponse,
   ThreadRefreshResponse,
   ThreadSandboxResponse,
+  WhoamiResponse,
   type FullNegotiateBodyInput,
   type MvpNegotiateBody,
   type ExecuteCodeResult,
@@ -99,6 +100,12 @@ export class BrokerClient {
     options: NegotiateOptions = {},
   ): Promise<SessionResponse> {
     return this.#negotiate({ ...target, mode: 'create_only' }, options);
+  }
+
+  /** Who the credential authenticates as (`GET /v1/whoami`): principal, tenant, caller scopes. */
+  whoami(options: CallOptions = {}): Promise<WhoamiResponse> {
+    const request = { method: 'GET', path: 'v1/whoami', idempotent: true, what: 'whoami' } as const;
+    return httpJson(this.#endpoint, request, (v) => WhoamiResponse.parse(v), options);
   }
 
   /** The binding without credentials (`GET`). */

@@ -72,6 +72,11 @@ export class PayloadTooLargeError extends SbxClientError {
   static override readonly code: ErrorCode = 'PAYLOAD_TOO_LARGE';
 }
 
+/** A body sent without its media type (JSON without `Content-Type: application/json`). */
+export class UnsupportedMediaTypeError extends SbxClientError {
+  static override readonly code: ErrorCode = 'UNSUPPORTED_MEDIA_TYPE';
+}
+
 export class RangeNotSatisfiableError extends SbxClientError {
   static override readonly code: ErrorCode = 'RANGE_NOT_SATISFIABLE';
 }

@@ -31,6 +31,8 @@ function codeOfStatus(status: number): ErrorCode | undefined {
       return 'PRECONDITION_FAILED';
     case 413:
       return 'PAYLOAD_TOO_LARGE';
+    case 415:
+      return 'UNSUPPORTED_MEDIA_TYPE';
     case 416:
       return 'RANGE_NOT_SATISFIABLE';
     case 422:

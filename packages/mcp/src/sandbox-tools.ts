@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { BadRequestError } from '@sbx/client';
+import { SbxError } from '@sbx/protocol';
 import { z } from 'zod';
 import type { CallerEnvironments } from './environments.js';
 import { guarded, toolResult } from './results.js';
@@ -29,6 +29,18 @@ function decoded(bytes: Uint8Array): { content: string; encoding: 'utf-8' | 'bas
   }
 }
 
+const namesOf = (text: string): string[] => text.split('/').filter((name) => name !== '' && name !== '.');
+
+/**
+ * The agent's absolute form of a sandbox path (docs/files.md), as write_file and list_files
+ * answer it: `a.txt` → `/workspace/a.txt`, `/tmp//x` → `/tmp/x`. The agent read the file, so
+ * the path has no `..`; empty and `.` segments go, as the agent drops them.
+ */
+function absolutePath(workspace: string, path: string): string {
+  const segments = path.startsWith('/') ? namesOf(path) : [...namesOf(workspace), ...namesOf(path)];
+  return `/${segments.join('/')}`;
+}
+
 /** Files and exec of the thread's sandbox, through the SDK's SandboxClient (docs/mcp.md#tools). */
 export function registerSandboxTools(
   server: McpServer,
@@ -45,9 +57,13 @@ export function registerSandboxTools(
     },
     ({ thread_id, path }) =>
       guarded(async () => {
-        const bytes = await environments.withSandbox(thread_id, (sandbox) => sandbox.files.read(path));
+        const { bytes, workspace } = await environments.withSandbox(thread_id, async (sandbox, session) => ({
+          bytes: await sandbox.files.read(path),
+          workspace: session.workspacePath,
+        }));
         const { content, encoding } = decoded(bytes);
-        return toolResult({ path, content, encoding, size: bytes.byteLength }, content);
+        const absolute = absolutePath(workspace, path);
+        return toolResult({ path: absolute, content, encoding, size: bytes.byteLength }, content);
       }, onInternal),
   );
 
@@ -105,7 +121,7 @@ export function registerSandboxTools(
     ({ thread_id, command, argv, cwd, stdin, timeout_ms }) =>
       guarded(async () => {
         if ((command === undefined) === (argv === undefined)) {
-          throw new BadRequestError('give exactly one of command or argv');
+          throw new SbxError('BAD_REQUEST', 'give exactly one of command or argv');
         }
         const program = argv === undefined ? { cmd: command ?? '' } : { argv };
         const options = {

@@ -111,6 +111,9 @@ export async function exerciseAllTools(client: Client, thread: string): Promise<
     path: `${workspace}/notes/hello.txt`,
   });
   expect(read).toMatchObject({ isError: false, text: 'hi from mcp\n', data: { encoding: 'utf-8' } });
+  // Given relative, answered in the absolute form, as write_file and list_files answer (docs/files.md).
+  const relative = await callTool(client, 'read_file', { path: './notes//hello.txt' });
+  expect(relative.data).toMatchObject({ path: `${workspace}/notes/hello.txt`, size: 12 });
   const listed = await callTool(client, 'list_files', { thread_id: thread, path: 'notes' });
   expect(listed.data).toMatchObject({
     path: `${workspace}/notes`,

@@ -1,56 +1,39 @@
 // The broker's OpenAPI 3.1 document, generated from the route table and its zod
-// schemas, so the document cannot disagree with what the broker validates. zod
-// emits JSON Schema 2020-12, which OpenAPI 3.1 uses as is.
-import { z } from 'zod';
-import { ERROR_TABLE, ErrorEnvelope, type ErrorCode } from './errors.js';
+// schemas, so the document cannot disagree with what the broker validates. The
+// agent's data plane has its own document (openapi-agent.ts, docs/protocol.md#openapi-documents).
+import { ErrorEnvelope, type ErrorCode } from './errors.js';
+import { errorResponses, jsonSchema, parametersOf, type JsonObject } from './openapi-kit.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 
 export interface OpenApiOptions {
   readonly title?: string;
   readonly version: string;
-  /** Where the broker is reachable (its public URL); omitted, paths are relative. */
+  /** Where the broker is reachable (its public URL); omitted: `/`, the origin the document came from. */
   readonly serverUrl?: string;
 }
 
-type JsonObject = Record<string, unknown>;
-
-const jsonSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonObject =>
-  z.toJSONSchema(schema, { io, unrepresentable: 'any' });
-
 /** Request bodies are documented as clients may send them; responses as the broker sends them. */
 function operation(name: string, route: RouteSpec): JsonObject {
-  const params = jsonSchema(route.params, 'input') as { properties?: Record<string, JsonObject> };
-  const query = (route.query === undefined ? {} : jsonSchema(route.query, 'input')) as {
-    properties?: Record<string, JsonObject>;
-    required?: string[];
-  };
   return {
     operationId: name,
     summary: route.summary,
-    parameters: [
-      ...Object.entries(params.properties ?? {}).map(([param, schema]) => ({
-        name: param,
-        in: 'path',
-        required: true,
-        schema,
-      })),
-      ...Object.entries(query.properties ?? {}).map(([param, schema]) => ({
-        name: param,
-        in: 'query',
-        required: query.required?.includes(param) ?? false,
-        schema,
-      })),
-    ],
+    parameters: parametersOf(route.params, route.query),
     ...(route.body === undefined
       ? {}
       : {
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: jsonSchema(route.body, 'input') } },
+            content: { [route.consumes ?? 'application/json']: { schema: jsonSchema(route.body, 'input') } },
           },
         }),
-    responses: { ...success(route), ...errorResponses(route.errors) },
+    responses: { ...success(route), ...errorResponses(errorsOf(route)) },
   };
+}
+
+/** The route's codes, and 415 wherever a JSON body is read (one sent as another type is refused). */
+function errorsOf(route: RouteSpec): readonly ErrorCode[] {
+  const json = route.body !== undefined && route.consumes === undefined;
+  return json ? [...route.errors, 'UNSUPPORTED_MEDIA_TYPE'] : route.errors;
 }
 
 function success(route: RouteSpec): JsonObject {
@@ -67,22 +50,10 @@ function success(route: RouteSpec): JsonObject {
   };
 }
 
-/** One response per HTTP status, naming the codes that answer with it. */
-function errorResponses(codes: readonly ErrorCode[]): JsonObject {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of new Set<ErrorCode>([...codes, 'INTERNAL'])) {
-    const { status } = ERROR_TABLE[code];
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  return Object.fromEntries(
-    [...byStatus].map(([status, named]) => [
-      String(status),
-      {
-        description: named.join(', '),
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
-      },
-    ]),
-  );
+/** `servers` of the broker's document: its public URL, or the origin that served the document. */
+function brokerServers(serverUrl: string | undefined): JsonObject[] {
+  if (serverUrl !== undefined) return [{ url: serverUrl, description: 'The broker' }];
+  return [{ url: '/', description: 'The broker: the origin that served this document' }];
 }
 
 export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
@@ -93,7 +64,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): JsonObject {
   return {
     openapi: '3.1.0',
     info: { title: options.title ?? 'sbx broker', version: options.version },
-    ...(options.serverUrl === undefined ? {} : { servers: [{ url: options.serverUrl }] }),
+    servers: brokerServers(options.serverUrl),
     security: [{ bearer: [] }],
     paths,
     components: {

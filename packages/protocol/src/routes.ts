@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ADMIN_ROUTES } from './admin-routes.js';
+import { WhoamiResponse } from './caller.js';
 import { SANDBOX_RESOURCE_ROUTES } from './sandbox-resource-routes.js';
 import type { ErrorCode } from './errors.js';
 import { ExecuteCodeRequest, ExecuteCodeResult, SessionExecuteCodeRequest } from './execute-code.js';
@@ -43,6 +44,12 @@ export interface RouteSpec {
   /** Query-string parameters (listings); absent: none. */
   readonly query?: z.ZodType;
   readonly body?: z.ZodType;
+  /**
+   * The body's media type when it is not JSON (`application/x-www-form-urlencoded` for the
+   * OAuth routes). A JSON body sent without `Content-Type: application/json` is 415
+   * UNSUPPORTED_MEDIA_TYPE on every route that takes one; the document adds it there.
+   */
+  readonly consumes?: 'application/x-www-form-urlencoded';
   readonly response?: z.ZodType;
   /** The success status when there is a response; default 200. */
   readonly status?: 200 | 201;
@@ -203,6 +210,7 @@ export const ROUTES = {
       'RFC 8693 token exchange: a narrower capability token (form-encoded body; errors in the RFC 6749 §5.2 shape)',
     params: NoPathParams,
     body: TokenExchangeRequest,
+    consumes: 'application/x-www-form-urlencoded',
     response: TokenExchangeResponse,
     errors: ['BAD_REQUEST', 'UNAUTHENTICATED', 'RATE_LIMITED'],
   },
@@ -213,6 +221,7 @@ export const ROUTES = {
       "RFC 7662 introspection of an opaque token by its sandbox's agent (HTTP Basic: sandbox id and derived secret)",
     params: NoPathParams,
     body: IntrospectionRequest,
+    consumes: 'application/x-www-form-urlencoded',
     response: IntrospectionResponse,
     errors: ['BAD_REQUEST', 'UNAUTHENTICATED'],
   },
@@ -241,6 +250,14 @@ export const ROUTES = {
       'SESSION_EXPIRED',
       'RATE_LIMITED',
     ],
+  },
+  whoami: {
+    method: 'GET',
+    path: '/v1/whoami',
+    summary: 'The caller the credential authenticates as: principal, tenant, owner and caller scopes',
+    params: NoPathParams,
+    response: WhoamiResponse,
+    errors: ['UNAUTHENTICATED', 'RATE_LIMITED'],
   },
   ...SANDBOX_RESOURCE_ROUTES,
   ...ADMIN_ROUTES,

@@ -67,6 +67,18 @@ export function canonicalScopes(scopes: Iterable<CapabilityScope>): CapabilitySc
   return CAPABILITY_SCOPES.filter((s) => set.has(s));
 }
 
+/**
+ * The strongest form of a scope set, in canonical order: a scope another one implies goes
+ * (`fs:ro` beside `fs:rw`, `shell:ro` beside `shell`), as it grants nothing more. What
+ * servers grant and write into tokens; the holder still has the implied scopes.
+ */
+export function strongestScopes(scopes: Iterable<CapabilityScope>): CapabilityScope[] {
+  const set = new Set(scopes);
+  const implied = new Set<CapabilityScope>();
+  for (const scope of set) for (const weaker of SCOPE_IMPLIES[scope]) implied.add(weaker);
+  return CAPABILITY_SCOPES.filter((scope) => set.has(scope) && !implied.has(scope));
+}
+
 /** The scope set together with everything it implies. */
 export function expandScopes(scopes: Iterable<CapabilityScope>): Set<CapabilityScope> {
   const out = new Set<CapabilityScope>();

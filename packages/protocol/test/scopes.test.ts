@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { expandScopes, normalizeCapability, parseScopeString } from '../src/index.js';
+import { expandScopes, normalizeCapability, parseScopeString, strongestScopes } from '../src/index.js';
 
 describe('capability scopes', () => {
   it('accepts the alias names', () => {
@@ -12,5 +12,10 @@ describe('capability scopes', () => {
   });
   it('reports unknown names in a scope string', () => {
     expect(parseScopeString('fs:ro  admin')).toEqual({ scopes: ['fs:ro'], unknown: ['admin'] });
+  });
+  it('keeps the strongest of scopes that imply each other, in canonical order', () => {
+    expect(strongestScopes(['fs:ro', 'fs:rw'])).toEqual(['fs:rw']);
+    expect(strongestScopes(['process', 'shell:ro', 'shell', 'fs:ro'])).toEqual(['fs:ro', 'shell', 'process']);
+    expect(strongestScopes([])).toEqual([]);
   });
 });

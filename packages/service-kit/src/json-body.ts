@@ -2,7 +2,8 @@
 // express.json: on the relayed command (the broker's hottest path) express.json, with its
 // content negotiation, decoder and inflation, took 76–141 µs where this takes 35–90 µs
 // (bench/README.md "bench/relay"). It answers as express.json does for what clients send: a
-// JSON object or array, at most `limitBytes`, `undefined` when the body is not JSON at all.
+// JSON object or array, at most `limitBytes`, `undefined` when there is no body, 415 for a body
+// of another type.
 import type { IncomingMessage } from 'node:http';
 import { SbxError } from '@sbx/protocol';
 
@@ -12,8 +13,42 @@ export const JSON_BODY_LIMIT_BYTES = 256 * 1024;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)/i;
 
-/** The body parsed, `undefined` when it is not `application/json`; refusals are SbxErrors. */
+/** Whether the request carries a body: a chunked one, or one of a declared non-zero length. */
+export function hasRequestBody(req: IncomingMessage): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  return Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+/**
+ * 415 UNSUPPORTED_MEDIA_TYPE for a body not declared as JSON, on a route that reads JSON.
+ * Without the header no parser reads it, and the route's schema would complain about the
+ * fields it misses (`mode: Invalid option …`) instead of the header. A request without a
+ * body passes (a route whose schema allows it takes `{}`). The body is read off unparsed,
+ * so a kept-alive connection carries the next request.
+ */
+export function refuseNonJsonBody(req: IncomingMessage): void {
+  const type = req.headers['content-type'];
+  if ((type !== undefined && JSON_TYPE.test(type)) || !hasRequestBody(req)) return;
+  if (!req.readableEnded) req.resume();
+  const sent = type === undefined ? 'without a Content-Type' : `as ${type.split(';')[0]?.trim() ?? type}`;
+  throw new SbxError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    `the request body came ${sent}: send Content-Type: application/json with a JSON body`,
+  );
+}
+
+/** The JSON body a parser (express.json) left on `req.body`, after refusing one not declared as JSON. */
+export function jsonBodyOf(req: IncomingMessage & { readonly body?: unknown }): unknown {
+  refuseNonJsonBody(req);
+  return req.body;
+}
+
+/**
+ * The body parsed, `undefined` when there is none; a body that is not `application/json`
+ * is 415 (refuseNonJsonBody). Other refusals are SbxErrors too.
+ */
 export async function readJsonBody(req: IncomingMessage, limitBytes: number): Promise<unknown> {
+  refuseNonJsonBody(req);
   const type = req.headers['content-type'];
   if (type === undefined || !JSON_TYPE.test(type)) return undefined;
   // A body something else has read would never end here: fail instead of waiting forever.

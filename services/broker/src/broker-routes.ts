@@ -22,6 +22,7 @@ import { RateLimiter, type RateLimits } from './domain/rate-limit/rate-limiter.j
 import type { SessionService } from './domain/sessions/session-service.js';
 import { adminRoutes, type AdminAssembly } from './http/admin/admin-routes.js';
 import { authenticateCaller } from './http/auth/caller-auth-middleware.js';
+import { whoamiRoutes } from './http/auth/whoami-routes.js';
 import { revocationRoutes } from './http/admin/revocation-routes.js';
 import { introspectionRoutes } from './http/oauth/introspection-routes.js';
 import { jwksRoutes } from './http/oauth/jwks-routes.js';
@@ -102,7 +103,11 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
     deps.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS,
     logger,
   );
-  const callers = createCallerAuthenticator({ apiKeys: repositories.apiKeys, oidc: deps.oidc });
+  const callers = createCallerAuthenticator({
+    apiKeys: repositories.apiKeys,
+    oidc: deps.oidc,
+    onKeyUsageError: (err) => logger.warn({ err }, "could not record an API key's last use"),
+  });
   const http = {
     service: deps.service,
     audit: deps.audit,
@@ -132,6 +137,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
     introspectionRoutes(deps),
     jwksRoutes(deps.sidecarTokens),
     revocationRoutes({ ...http, revocations: deps.service.revocations }),
+    whoamiRoutes(http.authenticate),
   ];
   return {
     routers,

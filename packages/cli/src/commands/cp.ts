@@ -12,6 +12,11 @@ import { ThreadSessions } from '../thread-sessions.js';
 const USAGE =
   'cp: sbx cp <local> <thread>:<path> | sbx cp <thread>:<path> <local> (<path> relative to the workspace, or absolute: thr_1:/tmp/f)';
 
+/** What `cp -r` would be in scp: directories are `sbx sync`'s. */
+const RECURSIVE = new Set(['-r', '-R', '--recursive']);
+const SYNC_ADVICE =
+  'for a directory use sbx sync <dir> <thread>:<path> (or sbx sync <thread>:<path> <dir> to fetch one)';
+
 /**
  * Copies one file between this machine and a sandbox, streaming (never whole in memory).
  * The remote side is a sandbox path (remote-path.ts), in the workspace or anywhere the
@@ -19,6 +24,9 @@ const USAGE =
  * absolute name of it (`t1:/workspace/dir/x.txt`).
  */
 export async function cp(ctx: CliContext, args: readonly string[]): Promise<number> {
+  const end = args.indexOf('--'); // past it, `-r` is a file's name
+  const recursive = args.slice(0, end === -1 ? undefined : end).find((arg) => RECURSIVE.has(arg));
+  if (recursive !== undefined) throw new UsageError(`cp: ${recursive}: cp copies one file; ${SYNC_ADVICE}`);
   const { values, positionals } = parseCommand('cp', args, { json: { type: 'boolean' } });
   const [src, dst] = positionals;
   if (src === undefined || dst === undefined || positionals.length > 2) throw new UsageError(USAGE);
@@ -28,6 +36,10 @@ export async function cp(ctx: CliContext, args: readonly string[]): Promise<numb
     throw new UsageError(`${USAGE} (exactly one side is remote)`);
   const remote = from ?? to;
   if (remote === undefined) throw new UsageError(USAGE);
+  if (to !== undefined && isLocalDirectory(src))
+    throw new UsageError(
+      `cp: ${src} is a directory and cp copies one file: sbx sync ${src} ${dst} copies it`,
+    );
   const { config, broker } = loggedIn(ctx);
   const sandbox = await new ThreadSessions(broker, ctx.store, config.actor_id).sandbox(
     remote.thread,
@@ -68,7 +80,10 @@ async function download(
 ): Promise<Copied> {
   const info = await sandbox.files.stat(remote.path);
   if (info.type === 'dir')
-    throw new UsageError(`cp: ${remote.thread}:${remote.path} is a directory (one file at a time)`);
+    throw new UsageError(
+      `cp: ${remote.thread}:${remote.path} is a directory and cp copies one file: ` +
+        `sbx sync ${remote.thread}:${remote.path} ${local} copies it`,
+    );
   // The name as the user wrote it (`d/x.txt/` and `d/x.txt/.` too), not as the sandbox answers it.
   const name = path.posix.basename(absoluteRemote('/', remote.path));
   const target = isLocalDirectory(local) && name !== '' ? path.join(local, name) : local;

@@ -36,10 +36,37 @@ export async function exec(ctx: CliContext, args: readonly string[]): Promise<nu
     ...(values.cwd === undefined ? {} : { cwd: values.cwd }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
   };
-  if (values.json !== true) return streamed(ctx, sandbox, argv, options, values.interactive === true);
+  if (values.json !== true) {
+    const code = await streamed(ctx, sandbox, argv, options, values.interactive === true);
+    hintShellLine(ctx, thread, argv, code);
+    return code;
+  }
   const result = await sandbox.exec.run({ argv }, options);
   printJson(ctx, result);
-  return exitCodeOfResult(result);
+  const code = exitCodeOfResult(result);
+  hintShellLine(ctx, thread, argv, code);
+  return code;
+}
+
+/** What a shell answers for a program it cannot find (the agent answers the same). */
+const NOT_FOUND_EXIT = 127;
+
+/**
+ * `sbx exec t -- 'python3 -c "print(1)"'` runs a program named that whole line, which does
+ * not exist (`/usr/bin/env: … No such file or directory`). When that is what happened, say
+ * how to run it as the shell line it was meant to be.
+ */
+function hintShellLine(ctx: CliContext, thread: string, argv: readonly string[], code: number): void {
+  const [line] = argv;
+  if (code !== NOT_FOUND_EXIT || argv.length !== 1 || line === undefined || !/\s/.test(line.trim())) return;
+  ctx.stderr.write(
+    `sbx: the command is argv, not a shell line: sbx exec ${thread} -- sh -c ${shellQuoted(line)}\n`,
+  );
+}
+
+/** `text` as one single-quoted shell word. */
+function shellQuoted(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
 async function streamed(

@@ -1,13 +1,13 @@
 import { userInfo } from 'node:os';
-import { BrokerClient } from '@sbx/client';
-import { ID_PATTERN } from '@sbx/protocol';
+import { BrokerClient, clientError, SbxClientError } from '@sbx/client';
+import { ID_PATTERN, type WhoamiResponse } from '@sbx/protocol';
 import { withConfigLock } from '../config-lock.js';
 import { CLI_RETRY, parseCommand, printJson, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
 import { deviceLogin } from '../oauth/device-login.js';
 import { insecureUrlProblem } from '../oauth/issuer-http.js';
 import { isDeviceLogin, type CliConfig } from '../store.js';
-import { probeKey } from './whoami.js';
+import { callerLine, identify } from './whoami.js';
 
 const USAGE =
   'login: sbx login --broker <url> (--api-key <key> | --device --issuer <url> [--client-id <id>] ' +
@@ -43,24 +43,55 @@ export async function login(ctx: CliContext, args: readonly string[]): Promise<n
     throw new UsageError(`${USAGE}; --broker must be a URL`);
   if (values.actor !== undefined && !ID_PATTERN.test(values.actor))
     throw new UsageError(`login: --actor may contain only letters, digits and _ - . : @`);
-  const config =
+  const { config, caller } =
     values.device === true
-      ? await loginWithDevice(ctx, values, brokerUrl, stored)
+      ? { config: await loginWithDevice(ctx, values, brokerUrl, stored), caller: undefined }
       : await loginWithKey(ctx, values, brokerUrl);
   // Under the login lock, as a refresh in another sbx writes (oauth/stored-login.ts).
   await withConfigLock(ctx.store.home, () => Promise.resolve(ctx.store.writeConfig(config)));
-  report(ctx, config, values.json === true);
+  report(ctx, config, caller, values.json === true);
   return EXIT.ok;
 }
 
-async function loginWithKey(ctx: CliContext, values: LoginValues, brokerUrl: string): Promise<CliConfig> {
+async function loginWithKey(
+  ctx: CliContext,
+  values: LoginValues,
+  brokerUrl: string,
+): Promise<{ config: CliConfig; caller: WhoamiResponse | undefined }> {
   const deviceOnly = (['issuer', 'client-id', 'scope', 'audience'] as const).find(
     (f) => values[f] !== undefined,
   );
   if (deviceOnly !== undefined) throw new UsageError(`login: --${deviceOnly} goes with --device (${USAGE})`);
   const apiKey = values['api-key'] ?? (await keyFromStdin(ctx));
-  await probeKey(new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }));
-  return { broker_url: brokerUrl, api_key: apiKey, actor_id: values.actor ?? defaultActorId() };
+  let caller: WhoamiResponse | undefined;
+  try {
+    caller = await identify(new BrokerClient({ baseUrl: brokerUrl, apiKey, retry: CLI_RETRY }));
+  } catch (err) {
+    throw whileLoggingIn(brokerUrl, err);
+  }
+  // A user key acts as the human it is (the broker lets it act as no other): its principal.
+  const own = caller?.principal_type === 'user' ? caller.principal_id : undefined;
+  const config = {
+    broker_url: brokerUrl,
+    api_key: apiKey,
+    actor_id: values.actor ?? own ?? defaultActorId(),
+  };
+  return { config, caller };
+}
+
+/**
+ * The broker's refusal as what it refused: logging in, not the request the CLI made to
+ * find out (`inspect session: API key is not valid`). Same code, so the same exit code;
+ * failures to reach the broker keep their own words.
+ */
+function whileLoggingIn(brokerUrl: string, err: unknown): Error {
+  if (!(err instanceof SbxClientError) || err.httpStatus === undefined)
+    return err instanceof Error ? err : new Error(String(err));
+  const reason = err.message.replace(/^(?:whoami|inspect session): /, '');
+  return clientError(err.code, `logging in to ${brokerUrl}: ${reason}`, {
+    httpStatus: err.httpStatus,
+    ...(err.details === undefined ? {} : { details: err.details }),
+  });
 }
 
 /** The issuer and client default to the previous device login's, so `sbx login --device` logs in again. */
@@ -88,11 +119,12 @@ async function loginWithDevice(
   });
 }
 
-function report(ctx: CliContext, config: CliConfig, json: boolean): void {
+function report(ctx: CliContext, config: CliConfig, caller: WhoamiResponse | undefined, json: boolean): void {
   const device = isDeviceLogin(config) ? config.oidc : undefined;
   if (json) {
     printJson(ctx, {
       broker_url: config.broker_url,
+      ...(caller === undefined ? {} : { principal: caller }),
       actor_id: config.actor_id,
       config: ctx.store.configPath,
       ...(device === undefined ? {} : { issuer: device.issuer, access_token_expires_at: device.expires_at }),
@@ -100,9 +132,9 @@ function report(ctx: CliContext, config: CliConfig, json: boolean): void {
     return;
   }
   const how = device === undefined ? '' : ` with a device login at ${device.issuer}`;
-  ctx.stdout.write(
-    `logged in to ${config.broker_url} as ${config.actor_id}${how} (saved in ${ctx.store.configPath})\n`,
-  );
+  const who =
+    caller === undefined ? config.actor_id : `${callerLine(caller)}; bindings act as ${config.actor_id}`;
+  ctx.stdout.write(`logged in to ${config.broker_url} as ${who}${how} (saved in ${ctx.store.configPath})\n`);
 }
 
 /** `echo $KEY | sbx login --broker …` keeps the key out of the shell history and `ps`. */

@@ -3,6 +3,7 @@ import { loggedIn, parseCommand, positional, type CliContext } from '../context.
 import { EXIT, UsageError } from '../exit-codes.js';
 import { ThreadSessions } from '../thread-sessions.js';
 import { passPipedEnd } from './shell-eof.js';
+import { endedAbruptly, endedSandbox } from '../sandbox-ending.js';
 
 /** Ctrl-] (as telnet): leaves the shell running in the sandbox. */
 const DETACH_KEY = 0x1d;
@@ -19,7 +20,9 @@ type Ending = { readonly kind: 'exit'; readonly exit: ShellExit } | { readonly k
 /**
  * An interactive shell in the sandbox: the terminal in raw mode, resized with the window,
  * reconnected by the SDK when the connection drops. `--id` reattaches (scrollback first),
- * `--observe` watches a shell read-only (`shell:ro`; needs `--id`).
+ * `--observe` watches a shell read-only (`shell:ro`; needs `--id`). Exits with the shell's
+ * code; when the sandbox was terminated under it, says so (and by whom, when the broker
+ * knows) and exits 4.
  */
 export async function shell(ctx: CliContext, args: readonly string[]): Promise<number> {
   const { values, positionals } = parseCommand('shell', args, {
@@ -40,7 +43,21 @@ export async function shell(ctx: CliContext, args: readonly string[]): Promise<n
   const size = { cols: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24 };
   const remote =
     values.id === undefined ? await sandbox.openShell(size) : await sandbox.attachShell(values.id, size);
-  const ending = await runTerminal(ctx, remote, observe);
+  let ending: Ending;
+  try {
+    ending = await runTerminal(ctx, remote, observe);
+  } catch (err) {
+    // The connection was lost for good (reconnecting took its time already): ask once.
+    throw (await endedSandbox(broker, ctx.store, thread, 1)) ?? err;
+  }
+  // A hang-up from a sandbox that was terminated says so (exit 4), not `Hangup` and 129.
+  if (ending.kind === 'exit' && endedAbruptly(ending.exit)) {
+    const terminated = await endedSandbox(broker, ctx.store, thread);
+    if (terminated !== undefined) {
+      ctx.stderr.write('\r\n');
+      throw terminated;
+    }
+  }
   const report =
     ending.kind === 'detach'
       ? { shell_id: remote.id, detached: true, reattach: `sbx shell ${thread} --id ${remote.id}` }

@@ -1,5 +1,5 @@
 import { SbxError } from '@sbx/protocol';
-import { createVerifier, type CapabilityVerifier, type VerifiedCapability } from '@sbx/tokens';
+import { createVerifier, TokenError, type CapabilityVerifier, type VerifiedCapability } from '@sbx/tokens';
 import type { KeySource } from '../adapters/key-source.js';
 import type { RevocationList } from '../adapters/revocation-list.js';
 import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
@@ -41,6 +41,21 @@ export function refusalReason(err: unknown): string {
   const reason = err instanceof SbxError ? err.details?.['reason'] : undefined;
   if (typeof reason === 'string') return reason;
   return err instanceof SbxError ? err.code.toLowerCase() : 'error';
+}
+
+/** How the broker's API keys begin (`sbk_…`). */
+const API_KEY_PREFIX = 'sbk_';
+
+/**
+ * Refuses a broker API key sent where a capability token belongs, saying so: the token
+ * parser would only say the key lacks a JWT's three segments. Never quotes the key.
+ */
+export function refuseApiKey(token: string): void {
+  if (!token.startsWith(API_KEY_PREFIX)) return;
+  throw new TokenError(
+    'malformed',
+    'this is an API key (sbk_…); the agent takes the capability token from POST /v1/sandbox/sessions',
+  );
 }
 
 function revoked(): SbxError {
@@ -89,6 +104,7 @@ export function createAuthenticator(options: AuthenticatorOptions): OfflineAuthe
   }
 
   function verify(token: string): VerifiedCapability {
+    refuseApiKey(token);
     // First: a sandbox-wide revocation seen here retires the old key before it verifies anything.
     revocations?.refresh();
     const active = currentVerifier();

@@ -12,7 +12,12 @@ import {
 } from '@sbx/tokens';
 import type { KeySource } from '../adapters/key-source.js';
 import type { AgentMetrics } from '../domain/metrics/agent-metrics.js';
-import { refusalReason, type Authenticator, type OfflineAuthenticator } from './authenticator.js';
+import {
+  refusalReason,
+  refuseApiKey,
+  type Authenticator,
+  type OfflineAuthenticator,
+} from './authenticator.js';
 
 export interface IntrospectionOptions {
   /** The broker's introspection endpoint. */
@@ -100,6 +105,7 @@ export function createIntrospectingAuthenticator(options: IntrospectionOptions):
   }
 
   async function answerFor(token: string): Promise<Answer> {
+    refuseApiKey(token);
     if (!isOpaqueToken(token)) return new TokenError('malformed', 'not an opaque token');
     const hit = cache.get(token);
     if (hit !== undefined && options.now() - hit.at < cacheMs) return hit.answer;

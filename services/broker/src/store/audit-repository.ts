@@ -61,6 +61,29 @@ export class AuditRepository {
     return toRecord(created);
   }
 
+  /**
+   * The newest event that ended the sandbox, when one was recorded: the release of its last
+   * binding (`sandbox.terminated`), or a move to `terminated` or `failed` (`sandbox.state`:
+   * an admin, a deletion, the lease reaper), whose caller is who ended it.
+   */
+  findEnding(sandboxId: string): Promise<AuditEventRecord | null> {
+    return guard('find sandbox ending', async () => {
+      const event = await this.prisma.auditEvent.findFirst({
+        where: {
+          sandboxId,
+          outcome: 'ok',
+          OR: [
+            { action: 'sandbox.terminated' },
+            { action: 'sandbox.state', detail: { path: ['to'], equals: 'terminated' } },
+            { action: 'sandbox.state', detail: { path: ['to'], equals: 'failed' } },
+          ],
+        },
+        orderBy: { id: 'desc' },
+      });
+      return event === null ? null : toRecord(event);
+    });
+  }
+
   listBySandbox(sandboxId: string, options: ListAuditOptions = {}): Promise<AuditEventRecord[]> {
     return this.list({ sandboxId }, options);
   }

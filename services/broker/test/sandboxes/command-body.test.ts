@@ -109,8 +109,12 @@ describe(`relayed command bodies [${backend.name}]`, () => {
 
   it('names what it cannot read: another content type, a compressed body, another charset', async () => {
     const text = await post({ 'content-type': 'text/plain' }, json({ cmd: 'true' }));
-    expect(text.status).toBe(400);
-    expect(errorOf(text).code).toBe('BAD_REQUEST');
+    expect(text.status).toBe(415);
+    expect(errorOf(text)).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' });
+    expect(errorOf(text).message).toContain('send Content-Type: application/json');
+    const untyped = await post({}, json({ cmd: 'true' }));
+    expect(untyped.status).toBe(415);
+    expect(untyped.reusedSocket).toBe(true); // the refused body was read off
     const gzip = await post({ ...JSON_TYPE, 'content-encoding': 'gzip' }, [
       gzipSync(json({ cmd: 'true' })[0]!),
     ]);

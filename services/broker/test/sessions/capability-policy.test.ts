@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
 import { RefreshTokenResponse, SessionResponse } from '@sbx/protocol';
+import { createVerifier } from '@sbx/tokens';
 import { createOidcVerifier } from '../../src/domain/auth/oidc-verifier.js';
 import { bearer } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
@@ -213,5 +214,33 @@ describeEachBackend('capability policy and caller scopes', (backend) => {
     // The binding keeps what it holds: a plain refresh is as before.
     const plain = RefreshTokenResponse.parse((await refresh({})).body);
     expect(plain.granted_capabilities).toEqual(['fs:rw', 'shell']);
+  });
+
+  it('grants fs_read + fs_write as fs:rw alone, which still reads; a refresh asking for both is fs:rw too', async () => {
+    const key = await broker.apiKey({ scopes: all, principalType: 'user' });
+    const both = await negotiate(key, {
+      scope: thread(),
+      mode: 'ensure',
+      requested_capabilities: ['fs_read', 'fs_write', 'shell', 'shell:ro'],
+    });
+    expect(both.status).toBe(200);
+    const session = SessionResponse.parse(both.body);
+    expect(session.credentials.granted_capabilities).toEqual(['fs:rw', 'shell']);
+    const spec = broker.provider.specOf(session.binding.sandbox_id);
+    if (spec === undefined) throw new Error('the provider never created the sandbox');
+    const verifier = createVerifier({
+      keys: spec.signingKey,
+      issuer: spec.tokenIssuer,
+      audience: session.binding.sandbox_id,
+      maxTtlSeconds: 3600,
+    });
+    const verified = verifier.verify(session.credentials.access_token);
+    expect(verified.claims.scope).toBe('fs:rw shell');
+    expect(verified.effectiveScopes.has('fs:ro')).toBe(true); // the agent lets it read
+    const refreshed = await request(broker.url)
+      .post(`/v1/sandbox/sessions/${session.session_id}/refresh-token`)
+      .set(bearer(key))
+      .send({ requested_capabilities: ['fs:ro', 'fs:rw'] });
+    expect(RefreshTokenResponse.parse(refreshed.body).granted_capabilities).toEqual(['fs:rw']);
   });
 });

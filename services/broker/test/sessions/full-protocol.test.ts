@@ -48,10 +48,10 @@ describeEachBackend('full session protocol', (backend) => {
     const session = SessionResponse.parse(res.body);
     expect(session.binding).toMatchObject({ scope, provider: 'fake', state: 'active' });
     expect(session.binding.id).not.toBe(session.binding.sandbox_id);
-    // exec (process) is not a human's capability: dropped, the rest granted.
+    // exec (process) is not a human's capability: dropped, the rest granted (fs:rw reads too).
     expect(session.credentials).toMatchObject({
       token_type: 'Bearer',
-      granted_capabilities: ['fs:ro', 'fs:rw', 'shell'],
+      granted_capabilities: ['fs:rw', 'shell'],
     });
     expect(session.policy).toEqual({ idle_timeout_seconds: 600, hard_ttl_seconds: 7200, isolation: 'none' });
     const lease = Date.parse(session.binding.lease_expires_at) - Date.now();

@@ -6,6 +6,7 @@ import {
   parseOrThrow,
   type CodeRunResponse,
 } from '@sbx/protocol';
+import { jsonBodyOf } from '@sbx/service-kit';
 import { incompleteTailLength } from '../../domain/exec/byte-encoding.js';
 import { codeLineOf, type CommandLog } from '../../domain/commands/command-log.js';
 import type { OutputCapture } from '../../domain/exec/output-capture.js';
@@ -64,7 +65,7 @@ export function mountCodeRoute(
     killGraceMs: deps.options.killGraceMs,
   };
   router.post('/v1/code', requireCapability('process'), json, async (req, res) => {
-    const body = parseOrThrow(CodeRunRequest, req.body);
+    const body = parseOrThrow(CodeRunRequest, jsonBodyOf(req));
     // A caller that hangs up does not leave its snippet running.
     const hangUp = new AbortController();
     res.on('close', () => {

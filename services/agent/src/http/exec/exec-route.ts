@@ -1,5 +1,6 @@
 import express, { type Router } from 'express';
 import { parseOrThrow, ExecRequest, type ExecResponse } from '@sbx/protocol';
+import { jsonBodyOf } from '@sbx/service-kit';
 import { decodeData, encodeBytes, encodeCutBytes } from '../../domain/exec/byte-encoding.js';
 import { commandTextOf, type CommandLog } from '../../domain/commands/command-log.js';
 import type { OutputCapture } from '../../domain/exec/output-capture.js';
@@ -45,7 +46,7 @@ export function mountExecRoute(
 ): void {
   const json = express.json({ limit: deps.options.maxRequestBytes });
   router.post('/v1/exec', requireCapability('process'), json, async (req, res) => {
-    const body = parseOrThrow(ExecRequest, req.body);
+    const body = parseOrThrow(ExecRequest, jsonBodyOf(req));
     // A caller that hangs up does not leave its program running.
     const hangUp = new AbortController();
     res.on('close', () => {

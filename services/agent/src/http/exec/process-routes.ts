@@ -8,8 +8,9 @@ import {
   ProcessStdinRequest,
   type ProcessList,
   type ProcessStartResponse,
+  type ProcessStdinResponse,
 } from '@sbx/protocol';
-import type { Logger } from '@sbx/service-kit';
+import { jsonBodyOf, type Logger } from '@sbx/service-kit';
 import { commandTextOf, type CommandLog } from '../../domain/commands/command-log.js';
 import { programLabel } from '../../domain/exec/command.js';
 import { decodeData } from '../../domain/exec/byte-encoding.js';
@@ -40,7 +41,7 @@ export function mountProcessRoutes(router: Router, deps: ProcessRouteDeps): void
   const needsProcess = requireCapability('process');
 
   router.post('/v1/processes', needsProcess, json, async (req, res) => {
-    const body = parseOrThrow(ProcessStartRequest, req.body);
+    const body = parseOrThrow(ProcessStartRequest, jsonBodyOf(req));
     const capability = capabilityOf(res);
     const sub = capability.claims.sub;
     const logged = beginCommand(deps.commandLog, capability, {
@@ -72,17 +73,22 @@ export function mountProcessRoutes(router: Router, deps: ProcessRouteDeps): void
 
   router.post('/v1/processes/:id/stdin', needsProcess, json, (req, res) => {
     const entry = registry.get(processIdOf(req));
-    const body = parseOrThrow(ProcessStdinRequest, req.body);
+    const body = parseOrThrow(ProcessStdinRequest, jsonBodyOf(req));
     const bytes = decodeData(body.data, body.encoding);
     if (!entry.running) throw new SbxError('CONFLICT', 'the process has exited');
     if (bytes.length > 0) entry.writeStdin(bytes);
     if (body.eof === true) entry.endStdin();
-    res.json({ process_id: entry.id, written_bytes: bytes.length, stdin_open: entry.stdinOpen });
+    const written: ProcessStdinResponse = {
+      process_id: entry.id,
+      written_bytes: bytes.length,
+      stdin_open: entry.stdinOpen,
+    };
+    res.json(written);
   });
 
   router.post('/v1/processes/:id/signal', needsProcess, json, (req, res) => {
     const entry = registry.get(processIdOf(req));
-    const body = parseOrThrow(ProcessSignalRequest, req.body);
+    const body = parseOrThrow(ProcessSignalRequest, jsonBodyOf(req));
     if (!entry.signal(body.signal)) throw new SbxError('CONFLICT', 'the process has exited');
     res.json(processInfoOf(entry));
   });

@@ -1,5 +1,6 @@
 import express, { Router, type Request, type Response } from 'express';
 import { parseOrThrow, MkdirRequest, MoveRequest } from '@sbx/protocol';
+import { jsonBodyOf } from '@sbx/service-kit';
 import { listPath } from '../../domain/files/directory-listing.js';
 import { makeDirectory, movePath, removePath, statPath } from '../../domain/files/file-operations.js';
 import type { SandboxPath } from '../../domain/files/sandbox-path.js';
@@ -50,12 +51,12 @@ export function filesRouter(deps: FilesDeps): Router {
     res.json(await listPath(guard, fromQuery(req)));
   });
   router.post('/v1/files/mkdir', writeScope, jsonBody, async (req: Request, res: Response) => {
-    const body = parseOrThrow(MkdirRequest, req.body);
+    const body = parseOrThrow(MkdirRequest, jsonBodyOf(req));
     const made = await makeDirectory(guard, guard.parse(body.path), body.parents ?? false);
     res.status(made.created ? 201 : 200).json(made.info);
   });
   router.post('/v1/files/move', writeScope, jsonBody, async (req: Request, res: Response) => {
-    const body = parseOrThrow(MoveRequest, req.body);
+    const body = parseOrThrow(MoveRequest, jsonBodyOf(req));
     const from = guard.parse(body.from);
     res.json(await movePath(guard, from, guard.parse(body.to), body.overwrite ?? false));
   });

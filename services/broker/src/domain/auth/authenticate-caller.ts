@@ -7,12 +7,15 @@
 //
 // Verified API keys are remembered for apiKeyCacheTtlMs (default 10 s) so a
 // client polling with one key does not cost a database lookup per request;
-// the price is that a revoked key keeps working for up to that long.
+// the price is that a revoked key keeps working for up to that long. Each use
+// stamps the key's last_used_at, at most once a minute and off the request's
+// path (key-usage.ts).
 import { SbxError } from '@sbx/protocol';
 import { systemClock, type Clock } from '@sbx/tokens';
 import type { ApiKeyRecord } from '../../store/index.js';
 import type { OidcVerifier } from './oidc-verifier.js';
 import { callerScopesFrom, type Principal } from './principal.js';
+import { keyUsageMarkerOf } from './key-usage.js';
 import { VerifiedKeyCache } from './verified-key-cache.js';
 
 export type ApiKeyIdentity = Pick<
@@ -23,6 +26,8 @@ export type ApiKeyIdentity = Pick<
 /** ApiKeyRepository satisfies this: the key's record, or null for a wrong, revoked or malformed key. */
 export interface ApiKeyVerifier {
   verify(key: string): Promise<ApiKeyIdentity | null>;
+  /** Stamps the key's `last_used_at` (key-usage.ts: at most once a minute, off the request's path). */
+  markUsed?(id: string, at: Date): Promise<void>;
 }
 
 export interface CallerAuthenticatorDeps {
@@ -32,6 +37,8 @@ export interface CallerAuthenticatorDeps {
   readonly now?: Clock | undefined;
   readonly apiKeyCacheTtlMs?: number | undefined;
   readonly apiKeyCacheMaxEntries?: number | undefined;
+  /** A failed `last_used_at` write (it never fails a request). */
+  readonly onKeyUsageError?: ((err: unknown) => void) | undefined;
 }
 
 export interface CallerAuthenticator {
@@ -67,18 +74,31 @@ function principalOfKey(record: ApiKeyIdentity): Principal {
 }
 
 export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): CallerAuthenticator {
+  const clock = deps.now ?? systemClock;
   const cache = new VerifiedKeyCache<Principal>(
     deps.apiKeyCacheTtlMs ?? 10_000,
     deps.apiKeyCacheMaxEntries ?? 1024,
-    deps.now ?? systemClock,
+    clock,
   );
 
-  function byApiKey(key: string): Promise<Principal> {
-    return cache.getOrLoad(key, async () => {
-      const record = await deps.apiKeys.verify(key);
+  const { apiKeys } = deps;
+  const markUsed = apiKeys.markUsed?.bind(apiKeys);
+  const usage =
+    markUsed === undefined ? undefined : keyUsageMarkerOf(apiKeys, markUsed, clock, deps.onKeyUsageError);
+
+  /** The key's caller, its use noted for `last_used_at`. */
+  function used(principal: Principal): Principal {
+    if (principal.keyId !== undefined) usage?.used(principal.keyId);
+    return principal;
+  }
+
+  async function byApiKey(key: string): Promise<Principal> {
+    const principal = await cache.getOrLoad(key, async () => {
+      const record = await apiKeys.verify(key);
       if (record === null) throw new SbxError('UNAUTHENTICATED', 'API key is not valid');
       return principalOfKey(record);
     });
+    return used(principal);
   }
 
   async function authenticate(authorization: string | undefined): Promise<Principal> {
@@ -92,7 +112,8 @@ export function createCallerAuthenticator(deps: CallerAuthenticatorDeps): Caller
 
   function recognize(authorization: string | undefined): Principal | undefined {
     const credential = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1];
-    return credential === undefined ? undefined : cache.get(credential);
+    const principal = credential === undefined ? undefined : cache.get(credential);
+    return principal === undefined ? undefined : used(principal);
   }
 
   return Object.freeze({ authenticate, recognize });

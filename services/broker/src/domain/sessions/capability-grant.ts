@@ -3,7 +3,7 @@
 // caller's own scopes allow). A scope that is refused outright may still be
 // granted in its weaker form (fs:rw → fs:ro, shell → shell:ro) when every
 // ceiling allows that: a read-only caller asking for fs:rw gets fs:ro.
-import { canonicalScopes, expandScopes, SbxError, type ActorType, type CapabilityScope } from '@sbx/protocol';
+import { expandScopes, SbxError, strongestScopes, type ActorType, type CapabilityScope } from '@sbx/protocol';
 import { hasCallerScope, type Principal } from '../auth/principal.js';
 
 export type ActorPolicy = Readonly<Record<ActorType, readonly CapabilityScope[]>>;
@@ -30,7 +30,10 @@ export function callerCeiling(principal: Principal): CapabilityScope[] {
   return allowed;
 }
 
-/** The granted scopes in canonical order; may be empty. */
+/**
+ * The granted scopes in their strongest form (fs_read + fs_write is `fs:rw`, which reads too:
+ * docs/protocol.md#scopes) and canonical order; may be empty.
+ */
 export function grantCapabilities(
   requested: Iterable<CapabilityScope>,
   ceilings: readonly (readonly CapabilityScope[])[],
@@ -43,7 +46,7 @@ export function grantCapabilities(
     if (allowedEverywhere(scope)) granted.push(scope);
     else if (weaker !== undefined && allowedEverywhere(weaker)) granted.push(weaker);
   }
-  return canonicalScopes(granted);
+  return strongestScopes(granted);
 }
 
 /** 403 CAPABILITY_DENIED unless something was granted. */

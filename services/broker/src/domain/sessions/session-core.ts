@@ -23,7 +23,14 @@ import type { IssuedToken, SessionTokens } from './session-tokens.js';
 
 export type SessionRepositories = Pick<
   Repositories,
-  'sandboxes' | 'bindings' | 'tokens' | 'policies' | 'sessionTransactions' | 'journal' | 'revocations'
+  | 'sandboxes'
+  | 'bindings'
+  | 'tokens'
+  | 'policies'
+  | 'sessionTransactions'
+  | 'journal'
+  | 'revocations'
+  | 'audit'
 >;
 
 export interface SessionSettings {

@@ -2,9 +2,9 @@
 // lease alive, release it. Releasing the last binding of a sandbox terminates
 // and destroys the sandbox; releasing one of several leaves it to the others.
 import {
-  canonicalScopes,
   normalizeCapability,
   SbxError,
+  strongestScopes,
   type CapabilityScope,
   type SandboxState,
 } from '@sbx/protocol';
@@ -14,6 +14,7 @@ import { revokeSessionTokens } from '../revocation/revocations.js';
 import { requireHolderScope } from './actor-resolution.js';
 import { auditSandbox } from './sandbox-audit.js';
 import { locateBinding, locatorSubject, type BindingLocator } from './binding-locator.js';
+import { sandboxEnded } from './session-ending.js';
 import { assertGranted, callerCeiling, grantCapabilities, sameScopes } from './capability-grant.js';
 import {
   audited,
@@ -55,11 +56,13 @@ async function liveSession(
   requireHolderScope(context.principal);
   const binding = await locateBinding(core.repositories.bindings, context.principal, locator);
   describeBinding(subject, binding);
-  if (binding.live !== true) throw sessionExpired(binding.id);
   const sandbox = await core.repositories.sandboxes.findById(binding.sandboxId, {
     tenantId: binding.tenantId,
   });
-  if (sandbox?.live !== true) throw sessionExpired(binding.id);
+  // An ended sandbox first: its end released the binding too, and says more than that.
+  if (sandbox?.live !== true)
+    throw await sandboxEnded(core.repositories.audit, core.logger, binding.id, sandbox);
+  if (binding.live !== true) throw sessionExpired(binding.id);
   return { binding, sandbox };
 }
 
@@ -109,7 +112,7 @@ export function refreshSession(
     assertGranted(capabilities, held);
     const narrowed = options.capabilities;
     const issued = narrowed === undefined ? capabilities : grantCapabilities(narrowed, [capabilities]);
-    if (narrowed !== undefined && !sameScopes(issued, canonicalScopes(narrowed)))
+    if (narrowed !== undefined && !sameScopes(issued, strongestScopes(narrowed)))
       throw new SbxError(
         'CAPABILITY_DENIED',
         `this session holds ${capabilities.join(' ')}, not ${narrowed.join(' ')}`,

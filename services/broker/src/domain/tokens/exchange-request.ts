@@ -6,6 +6,7 @@ import {
   CAPABILITY_TOKEN_TYPES,
   isWithin,
   parseScopeString,
+  strongestScopes,
   TOKEN_EXCHANGE_GRANT_TYPE,
   type CapabilityScope,
   type TokenExchangeRequest,
@@ -50,7 +51,7 @@ export function requestedScopes(
   if (!isWithin(scopes, granted)) {
     throw new OAuthError('invalid_scope', `scope exceeds the subject_token's (${granted.join(' ')})`);
   }
-  return scopes;
+  return strongestScopes(scopes);
 }
 
 /** Absent: the rest of the subject's life. More than that is refused, never clamped silently. */

@@ -5,7 +5,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { parseOrThrow, SbxError } from '@sbx/protocol';
-import { requestIdOf } from '@sbx/service-kit';
+import { jsonBodyOf, requestIdOf } from '@sbx/service-kit';
 import type { AdminAudit, AdminTarget } from '../../domain/admin/admin-audit.js';
 import type { AuditContext } from '../../domain/audit/audit-trail.js';
 import { isAdmin } from '../../domain/auth/principal.js';
@@ -83,6 +83,6 @@ export function paramsOf<S extends z.ZodType>(schema: S, req: Request): z.output
 }
 
 export function adminBodyOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
-  const body: unknown = req.body;
+  const body = jsonBodyOf(req);
   return parseOrThrow(schema, body ?? {});
 }

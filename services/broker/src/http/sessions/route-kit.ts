@@ -3,7 +3,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { parseOrThrow } from '@sbx/protocol';
-import { requestIdOf } from '@sbx/service-kit';
+import { jsonBodyOf, requestIdOf } from '@sbx/service-kit';
 import type { AuditAction, AuditContext, AuditTrail } from '../../domain/audit/audit-trail.js';
 import type { IdempotencyGuard, IdempotentResponse } from '../../domain/idempotency/idempotency-guard.js';
 import { parseIdempotencyKey, requestFingerprint } from '../../domain/idempotency/request-fingerprint.js';
@@ -75,8 +75,8 @@ export function pathOf<S extends z.ZodType>(schema: S, req: Request): z.output<S
   return parseOrThrow(schema, { ...req.params }, 'path');
 }
 
-/** A JSON body; a request without one counts as `{}` where the schema allows it. */
+/** A JSON body (415 for one of another type); a request without one counts as `{}` where the schema allows it. */
 export function bodyOf<S extends z.ZodType>(schema: S, req: Request): z.output<S> {
-  const body: unknown = req.body;
+  const body = jsonBodyOf(req);
   return parseOrThrow(schema, body ?? {});
 }
