@@ -189,9 +189,14 @@ describe('the packed tarballs', () => {
       expect([name, manifest.dependencies?.[name]]).toEqual([name, manifest.version]);
     expect(files).toContain('README.md');
     expect(files).toContain('package.json');
-    // No TypeScript source, no tests: dist/ holds .js and .d.ts only.
+    // No TypeScript source, no tests: dist/ holds .js and .d.ts only (the CLI's bundle also the
+    // licenses of the packages inside it).
     const stray = files.filter(
-      (f) => f !== 'README.md' && f !== 'package.json' && !/^dist\/.+\.(js|d\.ts)$/.test(f),
+      (f) =>
+        f !== 'README.md' &&
+        f !== 'package.json' &&
+        !/^dist\/.+\.(js|d\.ts)$/.test(f) &&
+        !(dir === 'cli' && f === 'dist/THIRD-PARTY-NOTICES.txt'),
     );
     expect(stray).toEqual([]);
     expect(JSON.stringify(manifest.exports ?? {})).not.toMatch(/src\/|(?<!\.d)\.ts"/);
@@ -214,6 +219,8 @@ describe('the packed tarballs', () => {
     const { manifest, files } = packed.get('cli') as Packed;
     expect(manifest.bin).toEqual({ sbx: './dist/bin.js' });
     expect(files).toContain('dist/bin.js');
+    // One bundle (scripts/build-cli.mjs): the third-party code inside it comes with its licenses.
+    expect(files).toContain('dist/THIRD-PARTY-NOTICES.txt');
     expect(manifest.exports).toEqual({ './package.json': './package.json' });
     const extractedBin = path.join(work, 'extracted', 'cli', 'package', 'dist', 'bin.js');
     expect(readFileSync(extractedBin, 'utf8')).toMatch(/^#!\/usr\/bin\/env node\n/);

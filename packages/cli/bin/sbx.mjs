@@ -1,27 +1,39 @@
 #!/usr/bin/env node
-// Runs src/main.ts through tsx, resolved from the workspace root (a root devDependency),
-// so `sbx` works from a checkout without a build step.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import os from 'node:os';
+// The workspace's `sbx`: runs the CLI's bundle (scripts/build-cli.mjs), built JavaScript in
+// this very process, as the published package's dist/bin.js does. The bundle lives in
+// packages/cli/node_modules/.cache/sbx-cli and is built on the first run, and again whenever
+// a file it was built from changed since (its stamp lists them with size and mtime), so an
+// edit to src/ shows at the next `sbx` with no build step. Checking the stamp costs a stat
+// per source file; a rebuild well under a second, with its messages on stderr only (stdout
+// may be an MCP host's JSON-RPC channel).
+import { readFileSync, statSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const require = createRequire(new URL('../../../package.json', import.meta.url));
-const tsxLoader = pathToFileURL(require.resolve('tsx')).href;
-const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const child = spawn(process.execPath, ['--import', tsxLoader, main, ...process.argv.slice(2)], {
-  stdio: 'inherit',
-});
-// The terminal's signals reach the child through the process group; forward a kill too.
-const forward = (signal) => child.kill(signal);
-for (const signal of ['SIGTERM', 'SIGHUP']) process.on(signal, forward);
-process.on('SIGINT', () => undefined);
-child.on('exit', (code, signal) => {
-  if (signal === null) process.exit(code ?? 1);
-  // Die of the child's signal, so a caller sees it (a shell reports 128 + n and stops a
-  // script on Ctrl-C). The listeners above would catch it and exit 0: remove them first.
-  process.removeAllListeners(signal);
-  process.kill(process.pid, signal);
-  // Should the signal not end this process (a disposition it cannot override), say it anyway.
-  setTimeout(() => process.exit(128 + (os.constants.signals[signal] ?? 0)), 1_000);
-});
+const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const BUNDLE_DIR = fileURLToPath(new URL('../node_modules/.cache/sbx-cli/', import.meta.url));
+
+function isFresh() {
+  let stamp;
+  try {
+    stamp = JSON.parse(readFileSync(`${BUNDLE_DIR}stamp.json`, 'utf8'));
+  } catch {
+    return false;
+  }
+  if (statSync(`${BUNDLE_DIR}bin.js`, { throwIfNoEntry: false }) === undefined) return false;
+  for (const [file, was] of Object.entries(stamp.inputs ?? {})) {
+    const entry = statSync(REPO_ROOT + file, { throwIfNoEntry: false });
+    if ((entry === undefined ? 'missing' : `${entry.size}:${entry.mtimeMs}`) !== was) return false;
+  }
+  return true;
+}
+
+if (!isFresh()) {
+  try {
+    const { buildCheckoutCli } = await import('../../../scripts/build-cli.mjs');
+    await buildCheckoutCli(BUNDLE_DIR);
+  } catch (err) {
+    process.stderr.write(`sbx: cannot build the CLI from packages/cli/src: ${err?.message ?? String(err)}\n`);
+    process.exit(1);
+  }
+}
+await import(pathToFileURL(`${BUNDLE_DIR}bin.js`).href);

@@ -80,25 +80,5 @@ export function sessionExecuteCodeBody(call: CodeToRun): Record<string, unknown>
   return codeBody(call);
 }
 
-/**
- * A short sentence for a model about a result it should act on in a particular way (a cap
- * that fired, a disabled tenant, a sandbox that is not ready, a timeout); undefined otherwise.
- * The LangChain and MCP `execute_code` tools add it to the result as `hint`.
- */
-export function executeCodeHint(result: ExecuteCodeResult): string | undefined {
-  if (result.error === 'SandboxCapExceeded')
-    return (
-      `execute_code is capped (${result.dimension ?? 'quota'}) until ${result.resets_at ?? 'the cap resets'}; ` +
-      'do not retry before then, tell the user.'
-    );
-  if (result.error === 'SandboxDisabled')
-    return 'execute_code is disabled for this tenant; do not retry, tell the user.';
-  if (result.error === 'SandboxProvisioning')
-    return result.retryable === true
-      ? 'the sandbox is not ready yet; retrying shortly may work.'
-      : 'the sandbox cannot run code now; do not retry, tell the user.';
-  if (result.exit_status === 'timeout')
-    return 'the code ran past its time limit and was stopped; do less per call or raise timeout_ms.';
-  if (result.exit_status === 'oom') return 'the code ran out of memory and was stopped; use less memory.';
-  return undefined;
-}
+/** Re-exported from @sbx/protocol, where the MCP server takes it without loading the SDK. */
+export { executeCodeHint } from '@sbx/protocol';

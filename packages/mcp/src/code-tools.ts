@@ -1,7 +1,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { executeCodeHint } from '@sbx/client';
 import {
+  executeCodeHint,
   EXECUTE_CODE_LANGUAGES,
   MAX_EXECUTE_CODE_CHARS,
   MAX_EXECUTE_CODE_TIMEOUT_MS,

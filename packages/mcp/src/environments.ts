@@ -1,11 +1,11 @@
-import {
-  BadRequestError,
-  BrokerClient,
-  BrokerSession,
-  type RetryPolicy,
-  type SandboxClient,
-} from '@sbx/client';
+import type { BrokerClient, BrokerSession, RetryPolicy, SandboxClient } from '@sbx/client';
 import { SbxError, type Actor } from '@sbx/protocol';
+
+/**
+ * The SDK (and the protocol's schemas it builds) is loaded by the first tool call, not at
+ * start: an MCP client's `initialize` never waits for it (bench/cli-start).
+ */
+const sdk = (): Promise<typeof import('@sbx/client')> => import('@sbx/client');
 
 /**
  * The caller's own credential (an API key or an OIDC access token), asked for at every
@@ -42,19 +42,29 @@ const STALE_CODES = new Set([
  * by `heartbeat` (the `environment_heartbeat` tool).
  */
 export class CallerEnvironments {
-  readonly #broker: BrokerClient;
+  readonly #options: EnvironmentOptions;
+  #broker: Promise<BrokerClient> | undefined;
   readonly #actor: Actor;
   readonly #sessions = new Map<string, Promise<BrokerSession>>();
   #latest: string | undefined;
 
   constructor(options: EnvironmentOptions) {
-    this.#broker = new BrokerClient({
-      baseUrl: options.brokerUrl,
-      bearer: options.bearer,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      ...(options.retry === undefined ? {} : { retry: options.retry }),
-    });
+    this.#options = options;
     this.#actor = options.actor ?? { type: 'agent', id: 'mcp' };
+  }
+
+  #client(): Promise<BrokerClient> {
+    const options = this.#options;
+    this.#broker ??= sdk().then(
+      ({ BrokerClient }) =>
+        new BrokerClient({
+          baseUrl: options.brokerUrl,
+          bearer: options.bearer,
+          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+          ...(options.retry === undefined ? {} : { retry: options.retry }),
+        }),
+    );
+    return this.#broker;
   }
 
   /** Negotiates the thread's session (`ensure` attaches or creates, `get` only attaches). */
@@ -65,10 +75,10 @@ export class CallerEnvironments {
       ...(capabilities === undefined ? {} : { requested_capabilities: [...capabilities] }),
     };
     const previous = this.#sessions.get(thread);
-    const next =
-      mode === 'ensure'
-        ? BrokerSession.ensure(this.#broker, target)
-        : BrokerSession.get(this.#broker, target);
+    // Set before any await, so calls at once share one negotiation.
+    const next = Promise.all([sdk(), this.#client()]).then(([{ BrokerSession }, broker]) =>
+      mode === 'ensure' ? BrokerSession.ensure(broker, target) : BrokerSession.get(broker, target),
+    );
     this.#sessions.set(thread, next);
     try {
       const session = await next;
@@ -90,7 +100,7 @@ export class CallerEnvironments {
   async session(thread: string | undefined): Promise<BrokerSession> {
     const name = thread ?? this.#latest;
     if (name === undefined) {
-      throw new BadRequestError('no environment: call environment_acquire first or pass thread_id');
+      throw new SbxError('BAD_REQUEST', 'no environment: call environment_acquire first or pass thread_id');
     }
     // Looked up before any await, so calls at once share one negotiation.
     const cached = this.#sessions.get(name);

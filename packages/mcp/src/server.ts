@@ -6,7 +6,9 @@ import { registerEnvironmentTools } from './environment-tools.js';
 import { CallerEnvironments, type EnvironmentOptions } from './environments.js';
 import { registerSandboxTools } from './sandbox-tools.js';
 
-export const SERVER_INFO = { name: 'sbx-sandbox', version: '0.1.0' } as const;
+import { SERVER_INFO, SERVER_INSTRUCTIONS } from './server-info.js';
+
+export { SERVER_INFO } from './server-info.js';
 
 /** The nine tools, in the order they are registered (docs/mcp.md#tools). */
 export const TOOL_NAMES = [
@@ -34,12 +36,7 @@ const logInternal = (err: unknown): void => {
 
 /** An MCP server whose tools act for the one caller that `environments` belongs to. */
 export function createSandboxMcpServer(environments: CallerEnvironments, hooks: ServerHooks = {}): McpServer {
-  const server = new McpServer(SERVER_INFO, {
-    instructions:
-      'Sandboxes bound to threads. Call environment_acquire with a thread_id, then the file, command and ' +
-      "execute_code tools. Paths are relative to the workspace (the acquire answer's workspace_path), or " +
-      'absolute anywhere in the sandbox, e.g. /tmp/x, as its commands see them. environment_release when done.',
-  });
+  const server = new McpServer(SERVER_INFO, { instructions: SERVER_INSTRUCTIONS });
   const onInternal = hooks.onInternalError ?? logInternal;
   registerEnvironmentTools(server, environments, onInternal);
   registerSandboxTools(server, environments, onInternal);

@@ -85,3 +85,26 @@ export const ExecuteCodeResult = z.object({
   retryable: z.boolean().optional().describe('With an error: whether retrying later can succeed'),
 });
 export type ExecuteCodeResult = z.infer<typeof ExecuteCodeResult>;
+
+/**
+ * A short sentence for a model about a result it should act on in a particular way (a cap
+ * that fired, a disabled tenant, a sandbox that is not ready, a timeout); undefined otherwise.
+ * The LangChain and MCP `execute_code` tools add it to the result as `hint`.
+ */
+export function executeCodeHint(result: ExecuteCodeResult): string | undefined {
+  if (result.error === 'SandboxCapExceeded')
+    return (
+      `execute_code is capped (${result.dimension ?? 'quota'}) until ${result.resets_at ?? 'the cap resets'}; ` +
+      'do not retry before then, tell the user.'
+    );
+  if (result.error === 'SandboxDisabled')
+    return 'execute_code is disabled for this tenant; do not retry, tell the user.';
+  if (result.error === 'SandboxProvisioning')
+    return result.retryable === true
+      ? 'the sandbox is not ready yet; retrying shortly may work.'
+      : 'the sandbox cannot run code now; do not retry, tell the user.';
+  if (result.exit_status === 'timeout')
+    return 'the code ran past its time limit and was stopped; do less per call or raise timeout_ms.';
+  if (result.exit_status === 'oom') return 'the code ran out of memory and was stopped; use less memory.';
+  return undefined;
+}

@@ -8,11 +8,11 @@ export const HELP = `sbx: shared sandboxes from the terminal
                                                             (OAuth device code, RFC 8628)
   sbx logout | sbx whoami
   sbx ensure <thread>            attach to or create the thread's sandbox
-  sbx sessions                   threads cached on this machine
-  sbx release <thread>           release this CLI's bindings (the last one ends the sandbox)
+  sbx sessions                   threads cached on this machine (those whose sandbox ended are dropped)
+  sbx release <thread>           release this CLI's bindings (the last one ends the sandbox; none is ok)
   sbx exec <thread> [-i] [--cwd d] [--timeout s] -- <cmd> [args…]   streams output, exit code propagates
   sbx cat <thread>:<path>        sbx ls <thread>[:<path>]       sbx rm [-r] <thread>:<path>
-  sbx cp <src> <dst>             one side <thread>:<path>, the other local
+  sbx cp <src> <dst>             one file; one side <thread>:<path>, the other local (directories: sync)
   sbx sync <dir> <thread>[:<path>] [--delete] [--watch]   push a directory (new and changed files)
   sbx sync <thread>:[<path>] <dir> [--delete]              pull a directory
                                  --delete removes what the source lacks; --watch pushes until Ctrl-C
@@ -28,7 +28,8 @@ export const HELP = `sbx: shared sandboxes from the terminal
   exec --cwd takes the same paths. sbx ensure shows the workspace.
 
   --json on any command prints JSON. Exit codes: 0 ok, 1 failed (exec: the command's own code),
-  2 usage, 3 not logged in or key rejected, 4 not found, 5 broker or sandbox unreachable.
+  2 usage, 3 not logged in or key rejected, 4 not found (shell: its sandbox was terminated),
+  5 broker or sandbox unreachable.
   doctor exits with the code of its first failed step.
 `;
 

@@ -1,4 +1,4 @@
-import { serveStdio, startMcpHttpServer, type BearerProvider } from '@sbx/mcp';
+import { serveStdio, startMcpHttpServer, type BearerProvider } from '@sbx/mcp/serve';
 import { SbxError } from '@sbx/protocol';
 import { CLI_RETRY, loggedIn, parseCommand, type CliContext } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
