@@ -1,4 +1,4 @@
-// A deep agent and a human in one sandbox, against a running broker (`pnpm start`):
+// A deep agent and a human in one sandbox, against a running broker (`npx -y pnpm@12.4.2 start`):
 //   SBX_BROKER_URL=… SBX_API_KEY=… npx tsx examples/langgraph/shared-sandbox.ts [thread_id]
 import { HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { BrokerClient, BrokerSession, type Shell } from '@sbx/client';
