@@ -4,8 +4,16 @@
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  roots: ['<rootDir>/packages', '<rootDir>/services', '<rootDir>/scripts', '<rootDir>/deploy'],
-  testMatch: ['**/test/**/*.test.ts'],
+  roots: [
+    '<rootDir>/packages',
+    '<rootDir>/services',
+    '<rootDir>/scripts',
+    '<rootDir>/deploy',
+    '<rootDir>/reliability',
+  ],
+  // reliability/: the bounded fault, load and fuzz suites (reliability/README.md); their long
+  // forms run with SBX_RELIABILITY=long through scripts/run-reliability.mjs.
+  testMatch: ['**/test/**/*.test.ts', '<rootDir>/reliability/**/*.test.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': [
