@@ -20,13 +20,15 @@ export interface AgentEnvironmentInput {
   readonly allowedOrigins?: readonly string[];
   /** Opaque-token mode (D20): the agent asks this endpoint about every token. */
   readonly introspectionUrl?: string | undefined;
+  /** The port to listen at (a restarted agent keeps its address); default: one it picks. */
+  readonly port?: number | undefined;
 }
 
 /**
  * The agent's environment contract (services/agent/src/config.ts), built from nothing:
  * the key, the revocation list and the client's variables come through the state
  * directory's descriptor (never argv, env or a path in the agent's view); the agent
- * listens on loopback only, on a port it picks. It already runs as the sandbox's own
+ * listens on loopback only, on a port it picks (or the one it had, restarted). It already runs as the sandbox's own
  * user in the sandbox's view (agent-view.ts), so user processes need no other identity.
  */
 export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariables {
@@ -37,7 +39,7 @@ export function agentEnvironment(input: AgentEnvironmentInput): AgentEnvVariable
     SANDBOX_TOKEN_ISSUER: record.tokenIssuer,
     WORKSPACE_ROOT: input.workspace,
     HOST: '127.0.0.1',
-    PORT: '0',
+    PORT: String(input.port ?? 0),
     LOG_LEVEL: input.logLevel,
     ...(input.allowedOrigins === undefined || input.allowedOrigins.length === 0
       ? {}

@@ -20,6 +20,7 @@ export async function spawnSandboxAgent(
   isolation: LocalIsolation,
   record: SandboxRecord,
   paths: SandboxPaths,
+  port?: number,
 ): Promise<AgentProcess> {
   const limits = record.limits ?? DEFAULT_SANDBOX_LIMITS;
   const cgroups = (await settings.cgroups?.create(record.sandboxId, limits)) ?? [];
@@ -61,6 +62,7 @@ export async function spawnSandboxAgent(
           typeof settings.agentIntrospectionUrl === 'function'
             ? settings.agentIntrospectionUrl()
             : settings.agentIntrospectionUrl,
+        port,
       }),
       cwd: '/',
       sandboxId: record.sandboxId,

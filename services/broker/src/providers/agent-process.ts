@@ -98,6 +98,11 @@ export class AgentProcess {
     return this.#exit;
   }
 
+  /** The agent's own pid while it runs (past a launcher bwrap forks it from); undefined once it ended. */
+  get agentPid(): number | undefined {
+    return this.alive ? (this.#agentPid ?? this.pid) : undefined;
+  }
+
   get alive(): boolean {
     return this.pid !== undefined && this.#exit === undefined;
   }

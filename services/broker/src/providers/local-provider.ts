@@ -5,13 +5,7 @@ import { inspectAgent } from './agent-inspection.js';
 import { keptSandboxRecord } from './kept-workspace.js';
 import type { AgentExit } from './agent-process.js';
 import type { LiveAgent } from './live-agent.js';
-import {
-  beforeDeadline,
-  dataplaneOf,
-  isHealthy,
-  readinessToken,
-  waitUntilHealthy,
-} from './agent-readiness.js';
+import { beforeDeadline, dataplaneOf, isHealthy, waitUntilHealthy } from './agent-readiness.js';
 import type { LocalIsolation } from './isolation.js';
 import {
   assertNetworkPolicy,
@@ -19,7 +13,9 @@ import {
   type LocalProviderOptions,
   type LocalSettings,
 } from './local-settings.js';
-import { sweepCrashed, sweepSandbox } from './process-sweep.js';
+import { sweepSandbox } from './process-sweep.js';
+import { AgentRestarts } from './agent-restarts.js';
+import { removeUploadLeftovers } from './upload-leftovers.js';
 import {
   assertSandboxId,
   providerUnavailable,
@@ -33,7 +29,6 @@ import {
   type WarmClaim,
 } from './provider.js';
 import {
-  existingSandboxPaths,
   readSandboxRecord,
   sandboxFilesExist,
   sandboxIdsIn,
@@ -44,7 +39,7 @@ import {
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
 import { admitWorkspace, prepareSandbox, removeSandbox } from './sandbox-preparation.js';
-import { addRevocations, replaceFile, replaceKeyFile } from './revocation-file.js';
+import { SandboxKeys } from './sandbox-keys.js';
 import { SerialQueue } from './serial-queue.js';
 import { DiskBudget } from './disk-budget.js';
 
@@ -61,13 +56,15 @@ export class LocalProvider implements SandboxProvider {
   readonly isolation: LocalIsolation;
   readonly #settings: LocalSettings;
   readonly #agents = new Map<string, LiveAgent>();
-  /** Sandboxes whose agent crashed (or failed to start) since their last good start. */
+  /** Sandboxes whose agent failed to start, or crashed until given up on, since their last good start. */
   readonly #failed = new Set<string>();
   readonly #queue = new SerialQueue();
+  /** Crashed agents are started again on their workspace (agent-restarts.ts). */
+  readonly #restarts: AgentRestarts;
   /** Workspace images promise their size: never more than the disk holds (disk-budget.ts). */
   readonly #disk: DiskBudget | undefined;
-  /** Revocations have their own queue: they must not wait behind a slow start. */
-  readonly #revocations = new SerialQueue();
+  /** Revocations, key rotations and claims (sandbox-keys.ts). */
+  readonly #keys: SandboxKeys;
   #closing: Promise<void> | undefined;
 
   private constructor(settings: LocalSettings) {
@@ -75,16 +72,22 @@ export class LocalProvider implements SandboxProvider {
     this.isolation = settings.isolation;
     this.#disk =
       settings.volumes === undefined ? undefined : new DiskBudget(settings.dataDir, settings.diskReserve);
+    this.#keys = new SandboxKeys(settings.dataDir, this.#agents);
+    this.#restarts = new AgentRestarts({
+      settings,
+      queue: this.#queue,
+      restart: (sandboxId, port) => this.#startKept(sandboxId, { port }),
+      closing: () => this.#closing !== undefined,
+      markFailed: (sandboxId) => this.#failed.add(sandboxId),
+    });
     process.on('exit', this.#killAllNow);
   }
 
   /** Probes isolation and prepares the agent; throws PROVIDER_UNAVAILABLE when either is impossible. */
   static async open(options: LocalProviderOptions): Promise<LocalProvider> {
     const settings = await resolveLocalSettings(options);
-    settings.logger.info(
-      { isolation: settings.isolation, data_dir: settings.dataDir },
-      'local sandbox provider ready',
-    );
+    const { isolation, dataDir } = settings;
+    settings.logger.info({ isolation, data_dir: dataDir }, 'local sandbox provider ready');
     return new LocalProvider(settings);
   }
 
@@ -125,16 +128,10 @@ export class LocalProvider implements SandboxProvider {
   async start(sandboxId: string): Promise<Dataplane> {
     assertSandboxId(sandboxId);
     this.#assertOpen();
-    return this.#queue.run(sandboxId, async () => {
-      const live = this.#agents.get(sandboxId);
-      if (live?.dataplane !== undefined) return live.dataplane;
-      const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
-      const record = await keptSandboxRecord(paths, sandboxId, this.#settings.volumes !== undefined);
-      assertNetworkPolicy(this.#settings, record.network);
-      if (record.volume === true) (await admitWorkspace(this.#disk, record))?.release();
-      await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
-      // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
-      return this.#launch(this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined }, paths);
+    return this.#queue.run(sandboxId, () => {
+      // Asked for now: a crashed agent waiting for its restart is started at once.
+      this.#restarts.cancel(sandboxId);
+      return this.#startKept(sandboxId);
     });
   }
 
@@ -143,6 +140,7 @@ export class LocalProvider implements SandboxProvider {
     await this.#queue.run(sandboxId, async () => {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       if (!this.#agents.has(sandboxId) && !(await sandboxFilesExist(paths))) throw sandboxNotFound(sandboxId);
+      this.#restarts.cancel(sandboxId);
       await this.#end(sandboxId, paths);
     });
   }
@@ -151,6 +149,7 @@ export class LocalProvider implements SandboxProvider {
     assertSandboxId(sandboxId);
     await this.#queue.run(sandboxId, async () => {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
+      this.#restarts.forget(sandboxId);
       await this.#end(sandboxId, paths);
       await removeSandbox(this.#settings, paths);
     });
@@ -161,10 +160,10 @@ export class LocalProvider implements SandboxProvider {
     const live = this.#agents.get(sandboxId);
     if (live !== undefined) {
       if (live.dataplane === undefined || live.bearer === undefined) return 'starting';
-      return (await isHealthy(live.dataplane.httpBaseUrl, sandboxId, 1000, live.bearer))
-        ? 'running'
-        : 'failed';
+      const healthy = await isHealthy(live.dataplane.httpBaseUrl, sandboxId, 1000, live.bearer);
+      return healthy ? 'running' : 'failed';
     }
+    if (this.#restarts.pending(sandboxId)) return 'starting';
     if (this.#failed.has(sandboxId)) return 'failed';
     return (await sandboxFilesExist(sandboxPaths(this.#settings.dataDir, sandboxId))) ? 'stopped' : 'missing';
   }
@@ -177,44 +176,34 @@ export class LocalProvider implements SandboxProvider {
     return inspectAgent(sandboxId, this.#agents.get(sandboxId));
   }
 
-  /** Merges into `revocations.json` next to the key file, which the agent watches. */
-  async revoke(sandboxId: string, revocation: Revocation): Promise<void> {
-    assertSandboxId(sandboxId);
-    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
-    await this.#revocations
-      .run(sandboxId, () => addRevocations(paths.stateDir, revocation, Date.now()))
-      .catch((err: unknown) => {
-        throw providerUnavailable(`the revocation list of sandbox ${sandboxId} could not be written`, err);
-      });
+  /** The pid of the sandbox's agent process while it runs (operators, crash tests). */
+  agentPid(sandboxId: string): number | undefined {
+    return this.#agents.get(sandboxId)?.agent.agentPid;
   }
 
-  /** Replaces `agent.key`; the agent reads it now when `revoke({notBefore})` follows, else within its check. */
-  async claim(sandboxId: string, claim: WarmClaim): Promise<void> {
-    // A warm sandbox's variables file was made holding none: nothing to write for a caller
-    // without a client policy (the common claim, and a burst of them queues on file I/O).
-    if (Object.keys(claim.environment).length === 0) return;
-    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
-    await replaceFile(paths.envFile, JSON.stringify(claim.environment));
+  revoke(sandboxId: string, revocation: Revocation): Promise<void> {
+    return this.#keys.revoke(sandboxId, revocation);
   }
 
-  async rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
-    assertSandboxId(sandboxId);
-    const paths = await existingSandboxPaths(this.#settings.dataDir, sandboxId);
-    await this.#revocations.run(sandboxId, async () => {
-      await replaceKeyFile(paths.keyFile, key).catch((err: unknown) => {
-        throw providerUnavailable(`the key of sandbox ${sandboxId} could not be replaced`, err);
-      });
-      const live = this.#agents.get(sandboxId);
-      const record = live?.record;
-      if (live !== undefined && record !== undefined)
-        live.bearer = () => readinessToken(key, sandboxId, record.tokenIssuer);
-    });
+  claim(sandboxId: string, claim: WarmClaim): Promise<void> {
+    return this.#keys.claim(sandboxId, claim);
+  }
+
+  rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
+    return this.#keys.rotateKey(sandboxId, key);
   }
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
       const live = [...this.#agents.entries()];
-      await Promise.all(live.map(([id, agent]) => this.#end(id, agent.paths)));
+      // A crashed agent waiting for its restart has its workspace mounted too: ended as well.
+      const waiting = this.#restarts.cancelAll().filter((id) => !this.#agents.has(id));
+      await Promise.all([
+        ...live.map(([id, agent]) => this.#end(id, agent.paths)),
+        ...waiting.map((id) =>
+          this.#queue.run(id, () => this.#end(id, sandboxPaths(this.#settings.dataDir, id))),
+        ),
+      ]);
       // Operations already under way finish (a launch notices the close and ends its agent).
       await this.#queue.settled();
       process.off('exit', this.#killAllNow);
@@ -231,10 +220,26 @@ export class LocalProvider implements SandboxProvider {
     if (this.#closing !== undefined) throw providerUnavailable('the local provider is shut down');
   }
 
-  async #launch(record: SandboxRecord, paths: SandboxPaths): Promise<Dataplane> {
+  /** Starts a stopped (or crashed) sandbox's agent on its kept workspace; in its queue turn. */
+  async #startKept(sandboxId: string, restart?: { readonly port: number | undefined }): Promise<Dataplane> {
+    const live = this.#agents.get(sandboxId);
+    if (live?.dataplane !== undefined) return live.dataplane;
+    const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
+    const record = await keptSandboxRecord(paths, sandboxId, this.#settings.volumes !== undefined);
+    assertNetworkPolicy(this.#settings, record.network);
+    if (record.volume === true) (await admitWorkspace(this.#disk, record))?.release();
+    await this.#settings.volumes?.mount(paths.volumeFile, paths.workspace);
+    // Made by a broker that did not run as root: its files are the broker's user's, so is the sandbox.
+    const runAs = this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined };
+    if (restart !== undefined)
+      await removeUploadLeftovers(paths.workspace, runAs.hostUid, this.#settings.logger, sandboxId);
+    return this.#launch(runAs, paths, restart?.port);
+  }
+
+  async #launch(record: SandboxRecord, paths: SandboxPaths, port?: number): Promise<Dataplane> {
     const sandboxId = record.sandboxId;
     await shareStateWith(paths, record.hostUid);
-    const agent = await spawnSandboxAgent(this.#settings, this.isolation, record, paths);
+    const agent = await spawnSandboxAgent(this.#settings, this.isolation, record, paths, port);
     const live: LiveAgent = {
       agent,
       paths,
@@ -289,12 +294,6 @@ export class LocalProvider implements SandboxProvider {
     if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
     // Ends the provider asked for, and failed starts (reported by the start itself), are no crash.
     if (live.expectedExit || live.dataplane === undefined) return;
-    this.#failed.add(sandboxId);
-    this.#settings.logger.warn(
-      { sandbox_id: sandboxId, code: exit.code, signal: exit.signal },
-      'sandbox agent exited',
-    );
-    sweepCrashed(this.#queue, this.#settings, sandboxId, live);
-    this.#settings.onAgentExit?.(sandboxId, exit.code, exit.signal);
+    this.#restarts.crashed(sandboxId, live, exit);
   }
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Logger } from '@sbx/service-kit';
 import { customAgentCode, prepareAgentBundle, type AgentCode } from './agent-bundle.js';
 import type { AgentCommand } from './agent-process.js';
+import { DEFAULT_RESTART_POLICY, type RestartPolicy } from './agent-restarts.js';
 import {
   resolveIsolation,
   type IsolationOption,
@@ -40,8 +41,10 @@ export interface LocalProviderOptions {
    * function is asked at each agent start (a broker on port 0 knows its URL only once listening).
    */
   readonly agentIntrospectionUrl?: string | (() => string | undefined) | undefined;
-  /** An agent that was running ended without being asked to (crash, OOM kill). */
+  /** An agent that was running ended without being asked to (crash, OOM kill), and what was done. */
   readonly onAgentExit?: AgentExitListener;
+  /** When a crashed agent is started again, and when it is given up on (agent-restarts.ts). */
+  readonly restartPolicy?: Partial<RestartPolicy>;
   /** What the data directory's filesystem keeps free of workspace promises (default: disk-budget.ts). */
   readonly diskReserve?: DiskReserve;
 }
@@ -72,6 +75,7 @@ export interface LocalSettings {
   readonly agentAllowedOrigins: readonly string[];
   readonly agentIntrospectionUrl: string | (() => string | undefined) | undefined;
   readonly onAgentExit: AgentExitListener | undefined;
+  readonly restartPolicy: RestartPolicy;
   readonly diskReserve: DiskReserve | undefined;
 }
 
@@ -123,6 +127,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     agentAllowedOrigins: options.agentAllowedOrigins ?? [],
     agentIntrospectionUrl: options.agentIntrospectionUrl,
     onAgentExit: options.onAgentExit,
+    restartPolicy: { ...DEFAULT_RESTART_POLICY, ...options.restartPolicy },
     diskReserve: options.diskReserve,
   };
 }

@@ -116,11 +116,35 @@ export interface SandboxProvider {
   close(): Promise<void>;
 }
 
-/** Called when a sandbox's agent ends without being asked to, so the broker can mark it failed. */
+/**
+ * What a provider that restarts crashed agents did about one (the local provider,
+ * agent-restarts.ts). Without one, the exit is final and the broker fails the sandbox.
+ */
+export type AgentCrashReport =
+  /** It is started again on its workspace after `delayMs`; `crashes` within the window so far. */
+  | { readonly kind: 'restarting'; readonly crashes: number; readonly delayMs: number }
+  /** It runs again, on its workspace, listening at `dataplane` (the old port when it was free). */
+  | { readonly kind: 'restarted'; readonly crashes: number; readonly dataplane: Dataplane }
+  /**
+   * It stays down, its workspace kept: `crashes` within `windowMs` (a crash loop), or the
+   * last restart failed for good (`error`: its workspace is gone).
+   */
+  | {
+      readonly kind: 'gave_up';
+      readonly crashes: number;
+      readonly windowMs: number;
+      readonly error?: string;
+    };
+
+/**
+ * Called when a sandbox's agent ends without being asked to: with a report when the
+ * provider restarts it (or gave up restarting it), else the broker marks it failed.
+ */
 export type AgentExitListener = (
   sandboxId: string,
   code: number | null,
   signal: NodeJS.Signals | null,
+  report?: AgentCrashReport,
 ) => void;
 
 export function providerUnavailable(message: string, cause?: unknown): SbxError {

@@ -185,6 +185,30 @@ export class ReaperRepository {
   }
 
   /**
+   * An agent its provider restarted on the sandbox's workspace: where it listens now (the
+   * same address when its port was free) and the audit row, in one transaction, for an
+   * `active` or `idle` sandbox only. False, with nothing written, for any other.
+   */
+  async recordAgentRestart(
+    sandboxId: string,
+    dataplane: { readonly httpBaseUrl: string; readonly wsBaseUrl: string },
+    audit: (sandbox: DueSandbox) => NewAuditEvent,
+  ): Promise<boolean> {
+    return await guard('record an agent restart', () =>
+      this.prisma.$transaction(async (tx) => {
+        const { count } = await tx.sandbox.updateMany({
+          where: { id: sandboxId, state: { in: ['active', 'idle'] } },
+          data: { httpBaseUrl: dataplane.httpBaseUrl, wsBaseUrl: dataplane.wsBaseUrl },
+        });
+        if (count === 0) return false;
+        const sandbox = await tx.sandbox.findUniqueOrThrow({ where: { id: sandboxId }, select: DUE_FIELDS });
+        await tx.auditEvent.create({ data: auditData(audit(sandbox)) });
+        return true;
+      }, TX_OPTIONS),
+    );
+  }
+
+  /**
    * Releases live bindings left on sandboxes that no longer serve their scope
    * (a binding created while its sandbox was being terminated); returns how many.
    */

@@ -141,6 +141,17 @@ export class SandboxRepository {
     );
   }
 
+  /** The newest sandbox an owner's scope ever had, live or not (its failed one, say); null for none. */
+  findLatestByScope(scope: OwnedScope): Promise<SandboxRecord | null> {
+    const { tenantId, ownerId, scopeType, scopeId } = scope;
+    return guard('find sandbox', () =>
+      this.prisma.sandbox.findFirst({
+        where: { tenantId, ownerId, scopeType, scopeId },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      }),
+    );
+  }
+
   /**
    * How many sandboxes of a tenant have (or are getting) a running agent:
    * provisioning, active or idle. Its quota counts these; a suspended one

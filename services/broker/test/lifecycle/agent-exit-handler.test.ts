@@ -57,6 +57,68 @@ describeEachBackend('agent exit handler', (backend) => {
     });
   });
 
+  it('records a restart on the workspace: the address the agent listens at now, and an audit row', async () => {
+    const sandbox = await kit.seed({ state: 'idle' });
+    const dataplane = {
+      httpBaseUrl: 'http://127.0.0.1:4999',
+      wsBaseUrl: 'ws://127.0.0.1:4999',
+      workspacePath: '/workspace',
+    };
+    expect(
+      await kit.agentExit.handle(sandbox.id, null, 'SIGKILL', {
+        kind: 'restarting',
+        crashes: 2,
+        delayMs: 1000,
+      }),
+    ).toBe('ignored');
+    expect(await kit.audit.listBySandbox(sandbox.id)).toEqual([]);
+    expect(
+      await kit.agentExit.handle(sandbox.id, null, 'SIGKILL', { kind: 'restarted', crashes: 2, dataplane }),
+    ).toBe('restarted');
+    expect(await kit.state(sandbox.id)).toMatchObject({
+      state: 'idle',
+      live: true,
+      httpBaseUrl: dataplane.httpBaseUrl,
+      wsBaseUrl: dataplane.wsBaseUrl,
+    });
+    expect(await kit.audit.listBySandbox(sandbox.id)).toEqual([
+      expect.objectContaining({
+        action: 'sandbox.agent_restarted',
+        callerId: 'agent-exit',
+        detail: { exit_code: null, signal: 'SIGKILL', crashes: 2, state: 'idle' },
+      }),
+    ]);
+    // A sandbox that stopped meanwhile keeps no address of an agent it does not have.
+    const suspended = await kit.seed({ state: 'suspended' });
+    expect(
+      await kit.agentExit.handle(suspended.id, 1, null, { kind: 'restarted', crashes: 1, dataplane }),
+    ).toBe('ignored');
+    expect((await kit.state(suspended.id)).httpBaseUrl).not.toBe(dataplane.httpBaseUrl);
+  });
+
+  it('fails a sandbox whose provider gave up restarting its agent, saying so and that its files are kept', async () => {
+    const sandbox = await kit.seed({ state: 'active' });
+    const report = { kind: 'gave_up', crashes: 5, windowMs: 600_000 } as const;
+    expect(await kit.agentExit.handle(sandbox.id, null, 'SIGKILL', report)).toBe('failed');
+    expect(await kit.state(sandbox.id)).toMatchObject({
+      state: 'failed',
+      live: null,
+      failureReason:
+        'its agent crashed 5 times within 600 s (the last time it was killed by SIGKILL); it is not ' +
+        'restarted again, and its workspace is kept until the failed retention ends',
+    });
+    expect((await kit.audit.listBySandbox(sandbox.id))[0]?.detail).toMatchObject({
+      to: 'failed',
+      reason: 'crash_loop',
+      crashes: 5,
+    });
+    const lost = await kit.seed({ state: 'active' });
+    await kit.agentExit.handle(lost.id, 3, null, { ...report, crashes: 1, error: 'its workspace is gone' });
+    expect((await kit.state(lost.id)).failureReason).toMatch(
+      /^its agent exited with code 3 and could not be restarted: its workspace is gone; it is not restarted/,
+    );
+  });
+
   it('leaves suspended, terminated, failed and unknown sandboxes as they are', async () => {
     const suspended = await kit.seed({ state: 'suspended' });
     const terminated = await kit.seed({ state: 'terminated' });

@@ -170,21 +170,28 @@ describe('local provider: workspaces and processes', () => {
     expect(await provider.status(spec.sandboxId)).toBe('missing');
   });
 
-  it('reports a crashed agent as failed, tells the broker, and starts it again', async () => {
+  it('restarts a crashed agent on its workspace, at its address, and tells the broker', async () => {
     const exits: unknown[][] = [];
     const own = await startLocalKit({ onAgentExit: (...args) => exits.push(args) });
     try {
       const spec = contractSpec();
-      await own.provider.create(spec);
-      const [pid] = agentPidsOf(spec.sandboxId);
+      const { dataplane } = await own.provider.create(spec);
+      writeFileSync(path.join(own.dataDir, 'workspaces', spec.sandboxId, 'notes.txt'), 'kept');
+      const pid = own.provider.agentPid(spec.sandboxId);
+      expect(agentPidsOf(spec.sandboxId)).toEqual([pid]);
       process.kill(pid!, 'SIGKILL');
-      await waitFor(() => exits.length > 0);
-      expect(exits).toEqual([[spec.sandboxId, null, 'SIGKILL']]);
-      expect(await own.provider.status(spec.sandboxId)).toBe('failed');
-
-      const dataplane = await own.provider.start(spec.sandboxId);
-      expect((await fetch(`${dataplane.httpBaseUrl}/healthz`)).status).toBe(200);
+      await waitFor(() => exits.length >= 2, 60_000);
+      expect(exits).toEqual([
+        [spec.sandboxId, null, 'SIGKILL', { kind: 'restarting', crashes: 1, delayMs: 0 }],
+        [spec.sandboxId, null, 'SIGKILL', { kind: 'restarted', crashes: 1, dataplane }],
+      ]);
       expect(await own.provider.status(spec.sandboxId)).toBe('running');
+      expect(own.provider.agentPid(spec.sandboxId)).not.toBe(pid);
+      const token = tokenFor(spec, ['fs:ro']);
+      const read = await fetch(`${dataplane.httpBaseUrl}/v1/files/download?path=notes.txt`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(await read.text()).toBe('kept');
     } finally {
       await own.dispose();
     }

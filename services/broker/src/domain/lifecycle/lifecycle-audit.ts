@@ -10,6 +10,7 @@ export type LifecycleReason =
   | 'hard_ttl'
   | 'provisioning_timeout'
   | 'agent_exit'
+  | 'crash_loop'
   | 'failed_retention'
   | 'startup_reconcile'
   | 'reconcile';

@@ -59,7 +59,12 @@ const STOP: ForcedMove = {
   afterProvider: ['idle', 'active'],
   reason: OWNER_STOP_REASON,
 };
-const DELETE: ForcedMove = { ...TERMINATE, reason: 'user_delete' };
+// A failed sandbox too: deleting it is how its owner starts its scope over (failed-scope.ts).
+const DELETE: ForcedMove = {
+  ...TERMINATE,
+  afterProvider: [...(TERMINATE.afterProvider ?? []), 'failed'],
+  reason: 'user_delete',
+};
 
 function ownerScope(principal: Principal, tenantFilter?: string): OwnerScope {
   if (isAdmin(principal)) return { tenantId: tenantFilter };

@@ -6,7 +6,8 @@
 // (MVP `get`) attaches only when the scope already has a sandbox (creating the
 // actor's binding if it has none, so a human can join the sandbox an agent
 // started) and is 404 BINDING_NOT_FOUND otherwise; `create_only` is 409
-// BINDING_CONFLICT when the scope already has one.
+// BINDING_CONFLICT when the scope already has one. A scope whose sandbox broke while in
+// use is 409 CONFLICT in every mode until its owner deletes that sandbox (failed-scope.ts).
 import type { ResolvedClientPolicy } from '../auth/client-policy.js';
 import { SbxError, type Actor, type CapabilityScope, type NegotiateRequest } from '@sbx/protocol';
 import type {
@@ -28,6 +29,7 @@ import {
   type SessionWithToken,
 } from './session-core.js';
 import { bindingConflict, bindingNotFound, sandboxStarting } from './session-errors.js';
+import { assertNotBrokenInUse } from './failed-scope.js';
 import { newSessionId } from './session-ids.js';
 import { tokenLifetime, type EffectivePolicy } from './session-policy.js';
 
@@ -146,6 +148,8 @@ async function acquire(
     const existing =
       round === 0 && first !== undefined ? (first?.sandbox ?? null) : await sandboxes.findLiveByScope(scope);
     if (existing === null) {
+      // Its sandbox broke while in use: never replaced by an empty one unasked (failed-scope.ts).
+      await assertNotBrokenInUse(core, scope, named);
       if (mode === 'attach_only') throw bindingNotFound(`${named} has no sandbox session`);
       const created = await core.lifecycle.create(
         context,

@@ -1,7 +1,8 @@
 // The 410 of a session whose sandbox ended says how it ended and, when the audit log
 // recorded it, by whom and why (`sbx shell` tells its user "the sandbox was terminated
 // by …" rather than showing a hang-up): `details` carries `sandbox_id`, `sandbox_state`
-// (`terminated` or `failed`) and, if known, `ended_by` and `reason`.
+// (`terminated` or `failed`) and, if known, `ended_by` and `reason`; a failed one also its
+// `failure_reason` (a crash loop: how often its agent crashed, and that its files are kept).
 import { SbxError } from '@sbx/protocol';
 import type { Logger } from '@sbx/service-kit';
 import type { AuditEventRecord, AuditRepository, SandboxRecord } from '../../store/index.js';
@@ -45,15 +46,18 @@ export async function sandboxEnded(
   const state = sandbox.state === 'failed' ? 'failed' : 'terminated';
   const by = ending.by === undefined ? '' : ` by ${ending.by}`;
   const why = ending.reason === undefined ? '' : ` (${ending.reason})`;
+  const failure = state === 'failed' ? (sandbox.failureReason ?? undefined) : undefined;
   return new SbxError(
     'SESSION_EXPIRED',
-    `session ${bindingId} has ended: its sandbox ${sandbox.id} was ${state}${by}${why}`,
+    `session ${bindingId} has ended: its sandbox ${sandbox.id} was ${state}${by}${why}` +
+      (failure === undefined ? '' : `: ${failure}`),
     {
       details: {
         sandbox_id: sandbox.id,
         sandbox_state: state,
         ...(ending.by === undefined ? {} : { ended_by: ending.by }),
         ...(ending.reason === undefined ? {} : { reason: ending.reason }),
+        ...(failure === undefined ? {} : { failure_reason: failure }),
       },
     },
   );
