@@ -2,6 +2,7 @@
 // the coordination store, the sandbox provider, the OIDC issuer, the master
 // key, the clock and the log), opened from the configuration. assembleBroker
 // (broker-assembly.ts) wires the broker from them; tests hand it their own.
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from './adapters/redis/coordination.js';
 import { createCoordination } from './adapters/redis/create-coordination.js';
@@ -16,6 +17,12 @@ export interface BrokerAdapters {
   readonly logger: Logger;
   /** Milliseconds since the epoch: leases, tokens, timers, uptime. */
   readonly clock: () => number;
+  /**
+   * A clock that never jumps (performance.now), next to which forward jumps of `clock` are
+   * seen and held back by the lease reaper (docs/lifecycle.md "Clock jumps"). Tests that
+   * move `clock` to make the reaper act leave it out.
+   */
+  readonly monotonic?: (() => number) | undefined;
   /** Closed by the assembled broker's close(). */
   readonly database: Database;
   /** Closed by the assembled broker's close(). */
@@ -73,7 +80,9 @@ export async function openBrokerAdapters(
   const coordination = await createCoordination({
     redisUrl: config.redisUrl,
     keyPrefix: config.redisKeyPrefix ?? 'sbx',
+    redisTimeoutMs: config.redisCommandTimeoutMs,
     onError: (err) => logger.warn({ err }, 'coordination error'),
+    logger,
   });
   if (coordination.warning !== undefined) logger.warn(coordination.warning);
   const masterKey = await loadMasterKey({ masterKey: config.masterKey, dataDir: config.dataDir });
@@ -91,7 +100,12 @@ export async function openBrokerAdapters(
           audience: config.oidc.audience,
           jwksUri: config.oidc.jwksUrl,
         });
-  return { logger, clock, database, coordination, provider, agentExits, masterKey, oidc };
+  return { logger, clock, monotonic: monotonicNow, database, coordination, provider, agentExits, masterKey, oidc };
+}
+
+/** A clock that never jumps: the reaper measures wall-clock jumps against it. */
+function monotonicNow(): number {
+  return performance.now();
 }
 
 /** Where the broker's agents reach POST /oauth/introspect: its public URL, else its own listener. */

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Express } from 'express';
+import { SbxError } from '@sbx/protocol';
 import { AuditTrail } from './domain/audit/audit-trail.js';
 import { importBootstrapKey } from './domain/auth/bootstrap.js';
 import { issueGeneratedAdminKey, type GeneratedAdminKey } from './broker-admin-key.js';
@@ -33,6 +34,7 @@ import type { PromBrokerMetrics } from './adapters/metrics/prom-broker-metrics.j
 import { brokerRoutes } from './broker-routes.js';
 import { resolveLifecycleTimers } from './domain/lifecycle/lifecycle-settings.js';
 import { RELAYED_BODY_PATHS } from './http/sandboxes/sandbox-relay-routes.js';
+import { refuseUpgrade } from './http/sandboxes/sandbox-session-socket.js';
 import type { CodeRunner } from './domain/execute-code/code-runner.js';
 import { BROKER_VERSION } from './version.js';
 
@@ -189,6 +191,7 @@ export async function assembleBroker(
     provider,
     coordination,
     clock,
+    monotonic: adapters.monotonic,
     logger,
     idleTimeoutMs: service.settings.idleTimeoutSeconds * 1000,
     start: settings.loops ?? true,
@@ -247,7 +250,9 @@ export async function assembleBroker(
     metrics,
     attach: (server) => {
       server.on('upgrade', (req, socket, head) => {
-        if (!routing.upgrade(req, socket, head)) socket.destroy();
+        // A path no socket serves: 404 in the envelope, as over HTTP, not a dropped connection.
+        if (!routing.upgrade(req, socket, head))
+          refuseUpgrade(socket, new SbxError('NOT_FOUND', 'no WebSocket endpoint at this path'));
       });
     },
     close,

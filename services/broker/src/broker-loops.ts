@@ -3,7 +3,9 @@
 // usage collector (docs/admin.md).
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from './adapters/redis/coordination.js';
+import { createClockJumpGuard } from './domain/lifecycle/clock-jump.js';
 import { createLeaseReaper, type LeaseReaper, type ReaperReport } from './domain/lifecycle/lease-reaper.js';
+import { resolveLifecycleTimers } from './domain/lifecycle/lifecycle-settings.js';
 import type { BrokerMetrics } from './domain/metrics/broker-metrics.js';
 import { createUsageCollector, type UsageCollector } from './domain/admin/usage-collector.js';
 import type { InstancePresence } from './domain/lifecycle/instance-presence.js';
@@ -24,6 +26,12 @@ export interface BrokerLoopsDeps {
   readonly provider: SandboxProvider;
   readonly coordination: Coordination;
   readonly clock: () => number;
+  /**
+   * A clock that never jumps (performance.now). When given, the lease reaper holds back
+   * forward jumps of `clock` (clock-jump.ts); tests that move `clock` to make the reaper
+   * act leave it out.
+   */
+  readonly monotonic?: (() => number) | undefined;
   readonly logger: Logger;
   /** What a heartbeat extends a lease by. */
   readonly idleTimeoutMs: number;
@@ -74,7 +82,7 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
     // A sandbox the reaper suspends or terminates has its agent's last counters collected first.
     provider: usage.beforeEnding(deps.provider),
     coordination: deps.coordination,
-    clock: deps.clock,
+    clock: reaperClock(deps),
     logger,
     idleTimeoutMs: deps.idleTimeoutMs,
     ...(deps.reaperIntervalMs === undefined ? {} : { intervalMs: deps.reaperIntervalMs }),
@@ -109,6 +117,19 @@ export function startBrokerLoops(deps: BrokerLoopsDeps): BrokerLoops {
       await usage.stop();
     },
   };
+}
+
+/** The reaper's clock: the broker's, with forward jumps held back when a monotonic clock is given. */
+function reaperClock(deps: BrokerLoopsDeps): () => number {
+  if (deps.monotonic === undefined) return deps.clock;
+  const timers = resolveLifecycleTimers({ idleTimeoutMs: deps.idleTimeoutMs });
+  return createClockJumpGuard({
+    clock: deps.clock,
+    monotonic: deps.monotonic,
+    // A lease granted just before the jump, then its idle period before suspension.
+    holdMs: timers.idleTimeoutMs + timers.suspendAfterIdleMs,
+    logger: deps.logger,
+  }).now;
 }
 
 /** Quota windows older than this can never be taken from again (the longest window is a day). */

@@ -38,6 +38,8 @@ const BrokerEnv = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 letters, digits, _ . : -')
     .default('sbx'),
+  // How long one Redis command may take before the breaker counts Redis as away.
+  REDIS_COMMAND_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2_000),
   BROKER_MASTER_KEY: envKeyMaterial(32).optional(),
   // Any strong secret: operators generate it with their own tools (openssl, Kubernetes, Vault).
   BROKER_BOOTSTRAP_API_KEY: z
@@ -134,6 +136,7 @@ export interface BrokerConfig {
   readonly redisUrl: string | undefined;
   /** Absent: `sbx`. */
   readonly redisKeyPrefix?: string;
+  readonly redisCommandTimeoutMs?: number;
   readonly masterKey: string | undefined;
   readonly bootstrapApiKey: string | undefined;
   readonly oidc: { readonly issuer: string; readonly audience: string; readonly jwksUrl: string } | undefined;
@@ -239,6 +242,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
     databasePoolSize: e.DATABASE_POOL_SIZE,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
     masterKey: e.BROKER_MASTER_KEY,
     bootstrapApiKey: e.BROKER_BOOTSTRAP_API_KEY,
     oidc,

@@ -13,10 +13,14 @@ export interface HttpMetrics {
   render(): Promise<{ readonly contentType: string; readonly body: string }>;
 }
 
-/** A named dependency /readyz probes (database, coordination, migrations …). */
+/**
+ * A named dependency /readyz probes (database, coordination, migrations …). `check`
+ * resolves `'degraded'` for a dependency that is down while the broker serves without it
+ * (Redis: docs/operations.md "Without Redis"), and rejects for one it cannot serve without.
+ */
 export interface HealthProbe {
   readonly name: string;
-  readonly check: () => Promise<void>;
+  readonly check: () => Promise<void | 'degraded'>;
 }
 
 /**
@@ -70,21 +74,25 @@ export function metricsHandler(metrics: HttpMetrics, token: string | undefined):
 
 async function probe(p: HealthProbe): Promise<[string, string]> {
   try {
-    await p.check();
-    return [p.name, 'ok'];
+    return [p.name, (await p.check()) ?? 'ok'];
   } catch {
     return [p.name, 'unavailable'];
   }
 }
 
-/** `GET /readyz`: 200 when every probe passes, 503 naming the ones that fail. */
+/**
+ * `GET /readyz`: 200 when every probe passes (`status: "degraded"` when one serves degraded),
+ * 503 naming the ones that fail.
+ */
 export function readinessHandler(probes: readonly HealthProbe[]): RequestHandler {
   return async (_req, res) => {
     const checks = Object.fromEntries(await Promise.all(probes.map(probe)));
-    const ready = Object.values(checks).every((state) => state === 'ok');
+    const states = Object.values(checks);
+    const ready = states.every((state) => state !== 'unavailable');
+    const status = !ready ? 'unavailable' : states.every((state) => state === 'ok') ? 'ok' : 'degraded';
     res
       .status(ready ? 200 : 503)
       .set('Cache-Control', 'no-store')
-      .json({ status: ready ? 'ok' : 'unavailable', checks });
+      .json({ status, checks });
   };
 }

@@ -57,6 +57,12 @@ export interface BrokerHarnessOptions<P extends SandboxProvider> {
   readonly loops?: boolean;
   /** The broker's clock (default Date.now): quota windows, leases, token times. */
   readonly clock?: () => number;
+  /**
+   * A clock that never jumps, next to which the lease reaper sees (and holds back) forward
+   * jumps of `clock` (BrokerAdapters.monotonic). Default none: a test moving `clock` to make
+   * the reaper act is not a jump.
+   */
+  readonly monotonic?: () => number;
   /** Relay mode (DATAPLANE_RELAY=on) at this harness's own address. */
   readonly dataplaneRelay?: boolean;
   /** Sandboxes kept warm by this instance (WARM_POOL_SIZE; default none). */
@@ -151,6 +157,7 @@ export async function startBrokerHarness<P extends SandboxProvider>(
       {
         logger,
         clock: options.clock ?? Date.now,
+        monotonic: options.monotonic,
         database: borrowed(options.database),
         coordination: options.coordination === undefined ? coordination : borrowed(coordination),
         provider: borrowed(options.provider),

@@ -1,9 +1,10 @@
-import type { CoordinationErrorListener, MessageHandler } from './coordination.js';
+import type { CoordinationErrorListener, GapHandler, MessageHandler } from './coordination.js';
 
 // One object per subscribe() call, so the same function subscribed twice is
 // two subscriptions and unsubscribing one leaves the other.
 interface Subscription {
   readonly handler: MessageHandler;
+  readonly onGap?: GapHandler | undefined;
 }
 
 /** The local side of pub/sub: which handlers listen on which (scoped) channel. */
@@ -13,8 +14,12 @@ export class ChannelHandlers {
   constructor(private readonly onError: CoordinationErrorListener) {}
 
   /** Returns the subscription and whether it is the channel's first one. */
-  add(channel: string, handler: MessageHandler): { subscription: Subscription; first: boolean } {
-    const subscription: Subscription = { handler };
+  add(
+    channel: string,
+    handler: MessageHandler,
+    onGap?: GapHandler,
+  ): { subscription: Subscription; first: boolean } {
+    const subscription: Subscription = { handler, onGap };
     const existing = this.byChannel.get(channel);
     if (existing) {
       existing.add(subscription);
@@ -43,6 +48,19 @@ export class ChannelHandlers {
         handler(message);
       } catch (err) {
         this.onError(err);
+      }
+    }
+  }
+
+  /** Tells every subscription that wants to know that messages may have been missed. */
+  gap(): void {
+    for (const subscriptions of this.byChannel.values()) {
+      for (const { onGap } of subscriptions) {
+        try {
+          onGap?.();
+        } catch (err) {
+          this.onError(err);
+        }
       }
     }
   }

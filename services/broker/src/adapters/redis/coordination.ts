@@ -21,6 +21,11 @@ export interface Coordination {
   /** Said once at start-up when this backend has a limitation the operator must know. */
   readonly warning: string | undefined;
   readonly keyPrefix: string;
+  /**
+   * True while the store cannot be reached and the broker runs on what works in this
+   * process alone (resilient-coordination.ts; docs/operations.md "Without Redis").
+   */
+  readonly degraded: boolean;
 
   /**
    * Adds `by` (default 1, a positive whole number) to a counter in a fixed window: the
@@ -42,8 +47,10 @@ export interface Coordination {
   /**
    * Resolves once messages published afterwards will reach the handler.
    * Once the returned `Unsubscribe` has been called the handler is never called again.
+   * `onGap` is told when messages may have been missed (the connection to the store was
+   * lost and is back): what the handler keeps from them should be refreshed.
    */
-  subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe>;
+  subscribe(channel: string, handler: MessageHandler, onGap?: GapHandler): Promise<Unsubscribe>;
 
   /** Drops subscriptions and connections; later calls reject. Idempotent. */
   close(): Promise<void>;
@@ -66,6 +73,9 @@ export interface Lock {
   /** False when the lock had already expired or passed to someone else, whose hold is kept. */
   release(): Promise<boolean>;
 }
+
+/** Called, without arguments, after messages of a channel may have been lost. */
+export type GapHandler = () => void;
 
 /** A handler that throws is reported to the coordinator's `onError`; other handlers still run. */
 export type MessageHandler = (message: string) => void;

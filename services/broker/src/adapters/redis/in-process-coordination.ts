@@ -43,6 +43,7 @@ export class InProcessCoordination implements Coordination {
   readonly sharedAcrossInstances = false;
   readonly warning = IN_PROCESS_COORDINATION_WARNING;
   readonly keyPrefix: string;
+  readonly degraded = false;
 
   private readonly namespace: KeyNamespace;
   private readonly now: () => number;
@@ -119,6 +120,7 @@ export class InProcessCoordination implements Coordination {
     queueMicrotask(() => this.handlers.dispatch(scoped, message));
   }
 
+  /** No gaps: nothing here is ever lost in transit. */
   async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
     const scoped = this.open(channel);
     const { subscription } = this.handlers.add(scoped, handler);

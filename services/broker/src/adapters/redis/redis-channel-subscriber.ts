@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ChannelHandlers } from './channel-handlers.js';
-import type { CoordinationErrorListener, MessageHandler, Unsubscribe } from './coordination.js';
+import type { CoordinationErrorListener, GapHandler, MessageHandler, Unsubscribe } from './coordination.js';
 import { toCoordinationError } from './redis-errors.js';
 
 /**
@@ -20,10 +20,29 @@ export class RedisChannelSubscriber {
   ) {
     this.handlers = new ChannelHandlers(onError);
     connection.on('message', (channel: string, message: string) => this.handlers.dispatch(channel, message));
+    // Handed over connected: every later 'ready' is a reconnection, and whatever was
+    // published in between never arrived.
+    connection.on('ready', () => void this.#resubscribed());
   }
 
-  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
-    const { subscription, first } = this.handlers.add(channel, handler);
+  /**
+   * ioredis subscribes the channels again after 'ready'; ours is a second SUBSCRIBE of the
+   * same channels (a no-op to Redis) whose reply, on the same connection, comes after its.
+   * Only then are the handlers told of the gap: a message missed between the two would
+   * otherwise stay missed.
+   */
+  async #resubscribed(): Promise<void> {
+    const channels = [...this.subscribed.keys()];
+    try {
+      if (channels.length > 0) await this.connection.subscribe(...channels);
+    } catch (err) {
+      this.onError(toCoordinationError(err, 'subscribe'));
+    }
+    this.handlers.gap();
+  }
+
+  async subscribe(channel: string, handler: MessageHandler, onGap?: GapHandler): Promise<Unsubscribe> {
+    const { subscription, first } = this.handlers.add(channel, handler, onGap);
     if (first) this.subscribed.set(channel, this.connection.subscribe(channel));
     try {
       await this.subscribed.get(channel);

@@ -7,6 +7,7 @@ import {
   type Coordination,
   type CoordinationErrorListener,
   type CounterWindow,
+  type GapHandler,
   type Lock,
   type MessageHandler,
   type Unsubscribe,
@@ -82,6 +83,8 @@ export class RedisCoordination implements Coordination {
   readonly sharedAcrossInstances = true;
   readonly warning = undefined;
   readonly keyPrefix: string;
+  /** Always false here: resilient-coordination.ts wraps this and knows when Redis is away. */
+  readonly degraded = false;
   private readonly channels: RedisChannelSubscriber;
   private closed = false;
 
@@ -159,8 +162,22 @@ export class RedisCoordination implements Coordination {
     await this.run('publish', () => this.commands.publish(scoped, message));
   }
 
-  async subscribe(channel: string, handler: MessageHandler): Promise<Unsubscribe> {
-    return this.channels.subscribe(this.scoped(channel), handler);
+  async subscribe(channel: string, handler: MessageHandler, onGap?: GapHandler): Promise<Unsubscribe> {
+    return this.channels.subscribe(this.scoped(channel), handler, onGap);
+  }
+
+  /**
+   * False while the command connection is down (ioredis reconnects in the background): a
+   * command sent now would only wait in ioredis' queue until it times out.
+   */
+  connected(): boolean {
+    return !this.closed && this.commands.status === 'ready';
+  }
+
+  /** One round trip; rejects like any command when Redis does not answer in time. */
+  async ping(): Promise<void> {
+    if (this.closed) throw new SbxError('BACKEND_UNAVAILABLE', 'coordination is closed');
+    await this.run('ping', () => this.commands.ping());
   }
 
   async close(): Promise<void> {

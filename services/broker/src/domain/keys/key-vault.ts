@@ -70,6 +70,11 @@ export class KeyVault {
     this.#cache.delete(sandboxId);
   }
 
+  /** Drops every cached key: rotations may have been announced while this instance could not hear. */
+  forgetAll(): void {
+    this.#cache.clear();
+  }
+
   #remember(sandboxId: string, key: SigningKey): void {
     this.#cache.delete(sandboxId);
     while (this.#cache.size >= this.#maxEntries) {

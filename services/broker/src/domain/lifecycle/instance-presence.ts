@@ -4,6 +4,13 @@
 // a broker that died (or was killed), and the reconciler may take it over. With
 // in-process coordination only this instance is ever alive, which is right for
 // a single broker.
+//
+// An absent key means "dead" only while the store has kept keys all along. After this
+// instance could not renew its own key (the store was unreachable: the others could not
+// renew theirs either), or found its own key gone before its TTL (the store restarted
+// empty), every instance counts as alive until this one has renewed for a full TTL again:
+// by then each live instance has renewed too (every third of the TTL), and a peer is not
+// taken for dead, its running sandboxes suspended under it, because Redis blinked.
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination } from '../../adapters/redis/coordination.js';
 
@@ -20,10 +27,13 @@ export interface InstancePresence {
 }
 
 export interface InstancePresenceOptions {
-  readonly coordination: Pick<Coordination, 'set' | 'get' | 'del'>;
+  readonly coordination: Pick<Coordination, 'set' | 'get' | 'del'> &
+    Partial<Pick<Coordination, 'sharedAcrossInstances'>>;
   readonly instanceId: string;
   readonly logger: Logger;
   readonly ttlMs?: number | undefined;
+  /** Milliseconds since the epoch (default Date.now). */
+  readonly now?: () => number;
 }
 
 export const presenceKey = (instanceId: string): string => `broker:instance:${instanceId}`;
@@ -31,12 +41,41 @@ export const presenceKey = (instanceId: string): string => `broker:instance:${in
 export function createInstancePresence(options: InstancePresenceOptions): InstancePresence {
   const { coordination, instanceId, logger } = options;
   const ttlMs = options.ttlMs ?? DEFAULT_PRESENCE_TTL_MS;
+  const now = options.now ?? Date.now;
   let timer: NodeJS.Timeout | undefined;
-  const publish = (): Promise<void> => coordination.set(presenceKey(instanceId), String(Date.now()), ttlMs);
+  const own = presenceKey(instanceId);
+  // When this instance last renewed its key; undefined before the first time.
+  let renewedAt: number | undefined;
+  // Absences are believed from this time on (see the top of the file).
+  let trustFrom = 0;
+  let gap = false;
+  const distrust = (why: string): void => {
+    if (!gap) logger.warn({ ttl_ms: ttlMs }, `${why}: no broker instance counts as gone until renewed for a TTL`);
+    gap = true;
+  };
+  const publish = async (): Promise<void> => {
+    const at = now();
+    let kept: string | null = own;
+    try {
+      if (renewedAt !== undefined && coordination.sharedAcrossInstances === true)
+        kept = await coordination.get(own);
+      await coordination.set(own, String(at), ttlMs);
+    } catch (err) {
+      if (renewedAt !== undefined) distrust('could not renew this broker instance presence');
+      throw err;
+    }
+    if (kept === null && renewedAt !== undefined && at - renewedAt < ttlMs)
+      distrust('the coordination store lost this instance presence before its TTL');
+    if (renewedAt !== undefined && at - renewedAt >= ttlMs) gap = true;
+    if (gap) trustFrom = at + ttlMs;
+    gap = false;
+    renewedAt = at;
+  };
   return {
     instanceId,
     async isAlive(other) {
       if (other === instanceId) return true;
+      if (gap || now() < trustFrom) return true;
       return (await coordination.get(presenceKey(other))) !== null;
     },
     async start() {
