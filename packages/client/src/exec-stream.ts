@@ -50,8 +50,11 @@ type OutputName = 'stdout' | 'stderr';
  * exactly: the agent sends UTF-8 text or base64 of the raw bytes, and this decodes both.
  *
  * The agent ends a program whose socket closes, so a dropped connection is not reopened:
- * `wait()` rejects (a BackendUnavailableError). A token refreshed meanwhile re-authenticates
- * the open socket, so a long program outlives its first token.
+ * `wait()` rejects, and so does iterating `stdout`/`stderr` (a BackendUnavailableError that
+ * says the output is incomplete), never ending as if the output were whole. A connection
+ * that dies silently (a partition) is noticed by the keep-alive (see KeepAlive). A token
+ * refreshed meanwhile re-authenticates the open socket, so a long program outlives its
+ * first token.
  */
 export class ExecStream {
   #channel!: Channel;
@@ -88,7 +91,7 @@ export class ExecStream {
           ctx.tokens,
           { onFrame: (frame) => stream.#onFrame(frame), onClose: (_code, err) => stream.#onClosed(err) },
           ctx.timeoutMs,
-          signal,
+          { signal, keepAlive: ctx.keepAlive },
         ),
       ctx.retry,
       signal,
@@ -110,11 +113,11 @@ export class ExecStream {
    * pauses the program at its own high-water mark (a consumer slower than the program).
    */
   pauseOutput(): void {
-    this.#channel.socket.pause();
+    this.#channel.pause();
   }
 
   resumeOutput(): void {
-    this.#channel.socket.resume();
+    this.#channel.resume();
   }
 
   /** Drops the connection at once; the agent ends a program whose socket closed. */
@@ -203,7 +206,7 @@ export class ExecStream {
       return;
     }
     if (this.#exit === undefined) {
-      this.#fail(this.#lastError ?? error ?? dropped);
+      this.#fail(this.#lastError ?? cutShort(this.#processId, error) ?? dropped);
       return;
     }
     for (const queue of Object.values(this.#queues)) queue.end();
@@ -214,6 +217,21 @@ export class ExecStream {
     for (const queue of Object.values(this.#queues)) queue.fail(error);
     this.#done.reject(error);
   }
+}
+
+/**
+ * A connection lost before the exit (a drop, a silence): the message says what it means for
+ * the output read so far, so a partial output is never taken for the whole.
+ */
+function cutShort(processId: string, error: SbxClientError | undefined): SbxClientError | undefined {
+  if (error?.code !== 'BACKEND_UNAVAILABLE') return error;
+  const message =
+    `exec ${processId}: the connection was lost before the program's exit arrived (${error.message}); ` +
+    'the output read is incomplete, and the program is not resumed: the agent ends it once it sees the connection closed (unless it finished first)';
+  return clientError(error.code, message, {
+    cause: error,
+    ...(error.closeCode === undefined ? {} : { closeCode: error.closeCode }),
+  });
 }
 
 function startFrame(command: Command, options: ExecStreamOptions): ExecStartFrame {

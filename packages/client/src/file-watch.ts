@@ -112,7 +112,7 @@ export class FileWatch implements AsyncIterable<WatchEvent>, AsyncDisposable {
         onClose: (code, err) => this.#onClosed(link, code, err),
       },
       this.ctx.timeoutMs,
-      this.#signal,
+      { signal: this.#signal, keepAlive: this.ctx.keepAlive },
     );
     link.channel = channel;
     channel.send({

@@ -1,6 +1,8 @@
 import { DirectoryListing, PathInfo } from '@sbx/protocol';
 import { FileWatch, type WatchOptions } from './file-watch.js';
 import { httpCall, httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+import { answerCutOff } from './http-errors.js';
+import { abortReason } from './retry.js';
 import type { SocketContext } from './ws-channel.js';
 
 export interface WriteOptions extends CallOptions {
@@ -36,20 +38,31 @@ export class FilesApi {
     return FileWatch.open(this.sockets, path, options);
   }
 
+  /** The whole file; a connection lost mid-body is a TransportError, never a shorter file. */
   async read(path: string, options: CallOptions = {}): Promise<Uint8Array> {
     const response = await this.#download(path, options, false);
-    return new Uint8Array(await response.arrayBuffer());
+    try {
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      if (options.signal?.aborted === true) throw abortReason(options.signal);
+      throw answerCutOff(`read ${path}`, err);
+    }
   }
 
   async readText(path: string, options: CallOptions = {}): Promise<string> {
     return new TextDecoder().decode(await this.read(path, options));
   }
 
-  /** Streams the file; the timeout covers the answer's headers, not the whole body. */
+  /**
+   * Streams the file; the timeout covers the answer's headers, not the whole body. A
+   * connection lost mid-body errors the stream with a TransportError.
+   */
   async readStream(path: string, options: CallOptions = {}): Promise<ReadableStream<Uint8Array>> {
     const response = await this.#download(path, options, true);
     if (response.body === null) return new ReadableStream({ start: (c) => c.close() });
-    return response.body;
+    return typedBody(response.body, (err) =>
+      options.signal?.aborted === true ? abortReason(options.signal) : answerCutOff(`read ${path}`, err),
+    );
   }
 
   /** Writes atomically (bytes, text or a stream; a stream body is sent once, never retried). */
@@ -144,6 +157,26 @@ export class FilesApi {
     } as const;
     return httpCall(this.endpoint, request, options);
   }
+}
+
+/** `body` with its read failures (undici's bare `TypeError: terminated`) as `toError` says. */
+function typedBody(
+  body: ReadableStream<Uint8Array>,
+  toError: (err: unknown) => Error,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await reader.read();
+        if (next.done) controller.close();
+        else controller.enqueue(next.value);
+      } catch (err) {
+        controller.error(toError(err));
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }
 
 function ifMatchHeader(etag: string | undefined): Record<string, string> {

@@ -1,4 +1,5 @@
 import {
+  answerCutOff,
   errorOfResponse,
   malformedAnswer,
   timeoutError,
@@ -101,7 +102,7 @@ async function attemptOnce(
     });
   } catch (err) {
     if (signal.aborted) throw abortReason(signal);
-    throw transportError(request.what, err);
+    throw transportError(request.what, err, request.idempotent ? 'no' : 'maybe');
   }
   if (response.ok || response.status === 304) return response;
   throw await errorOfResponse(response, request.what, routeOf(request.method, url));
@@ -157,7 +158,7 @@ export async function httpJson<T>(
     text = await response.text();
   } catch (err) {
     if (options.signal?.aborted === true) throw abortReason(options.signal);
-    throw transportError(request.what, err);
+    throw answerCutOff(request.what, err);
   }
   try {
     return parse(JSON.parse(text));

@@ -117,9 +117,27 @@ export function timeoutError(what: string, timeoutMs: number): TimeoutError {
   return new TimeoutError(`${what}: no answer within ${timeoutMs} ms; raise timeoutMs or retry`);
 }
 
-export function transportError(what: string, cause: unknown): TransportError {
-  const detail = cause instanceof Error && cause.cause instanceof Error ? cause.cause.message : String(cause);
-  return new TransportError(`${what}: could not reach the server (${detail})`, {
-    cause,
-  });
+/** The innermost message (fetch's `TypeError: fetch failed` says less than its cause). */
+function detailOf(cause: unknown): string {
+  const inner: unknown = cause instanceof Error && cause.cause instanceof Error ? cause.cause : cause;
+  return inner instanceof Error ? inner.message : String(inner);
+}
+
+/** The connection failed before an answer came; `sent` requests may have reached the server. */
+export function transportError(what: string, cause: unknown, sent: 'maybe' | 'no' = 'no'): TransportError {
+  const detail = detailOf(cause);
+  const refused = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(`${detail} ${String(cause)}`);
+  const message =
+    sent === 'maybe' && !refused
+      ? `${what}: the connection failed before the answer came (${detail}); the request may have reached the server and run, so it was not retried`
+      : `${what}: could not reach the server (${detail})`;
+  return new TransportError(message, { cause });
+}
+
+/** The connection broke while the answer's body was read: the request was served, its answer is lost. */
+export function answerCutOff(what: string, cause: unknown): TransportError {
+  return new TransportError(
+    `${what}: the connection was lost while the answer was read (${detailOf(cause)}); the request reached the server`,
+    { cause },
+  );
 }

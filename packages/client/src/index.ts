@@ -27,6 +27,7 @@ export type {
   ExecuteCodeResult,
 } from '@sbx/protocol';
 export { DEFAULT_WORKSPACE_PATH, workspacePathOf } from './workspace.js';
+export { DEFAULT_KEEP_ALIVE, type KeepAlive } from './keep-alive.js';
 export { SandboxClient, type SandboxClientOptions, type SandboxEndpoints } from './sandbox-client.js';
 export { FilesApi, type WriteOptions } from './files-api.js';
 export { FileWatch, type WatchEvent, type WatchOptions } from './file-watch.js';

@@ -3,6 +3,7 @@ import type { TokenSource } from './credentials.js';
 import { ExecApi } from './exec-api.js';
 import { FilesApi } from './files-api.js';
 import { httpJson, type CallOptions, type HttpEndpoint } from './http-client.js';
+import type { KeepAlive } from './keep-alive.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.js';
 import { Shell, type ShellOptions } from './shell.js';
 import type { SocketContext } from './ws-channel.js';
@@ -22,6 +23,11 @@ export interface SandboxClientOptions extends SandboxEndpoints {
   readonly tokens: TokenSource;
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
+  /**
+   * How shells, watches and streamed exec notice a connection that died without a close
+   * (default DEFAULT_KEEP_ALIVE: a ping after 10 s of silence, the end 10 s later); `false`: never.
+   */
+  readonly keepAlive?: KeepAlive | false;
 }
 
 /**
@@ -81,6 +87,7 @@ export class SandboxClient {
       tokens: this.#options.tokens,
       retry: this.#options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: this.#options.timeoutMs ?? 30_000,
+      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive }),
     };
   }
 }

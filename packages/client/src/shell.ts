@@ -8,6 +8,7 @@ import {
 import { clientError, type SbxClientError } from './errors.js';
 import { stdinFrames } from './frame-bytes.js';
 import { Reconnector } from './reconnect.js';
+import { shellGoneOnReconnect } from './shell-gone.js';
 import { abortReason } from './retry.js';
 import {
   newShellLink,
@@ -182,7 +183,7 @@ export class Shell {
         onClose: (code, error) => this.#onClosed(link, code, error),
       },
       this.ctx.timeoutMs,
-      this.#stop.signal,
+      { signal: this.#stop.signal, keepAlive: this.ctx.keepAlive },
     );
     link.channel = channel;
     channel.send(start);
@@ -273,7 +274,7 @@ export class Shell {
       .then(
         () => this.reconnects++,
         (err: unknown) => {
-          if (!this.#detached) this.#fail(err);
+          if (!this.#detached) this.#fail(shellGoneOnReconnect(err));
         },
       );
   }

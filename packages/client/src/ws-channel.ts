@@ -9,6 +9,7 @@ import {
 import { clientError, type SbxClientError } from './errors.js';
 import type { TokenSource } from './credentials.js';
 import { timeoutError, transportError } from './http-errors.js';
+import { DEFAULT_KEEP_ALIVE, LivenessCheck, type KeepAlive } from './keep-alive.js';
 import { parseFrame } from './parse-frame.js';
 import type { ProtocolError } from './protocol-error.js';
 import { abortReason, type RetryPolicy } from './retry.js';
@@ -19,6 +20,13 @@ export interface SocketContext {
   readonly tokens: TokenSource;
   readonly retry: RetryPolicy;
   readonly timeoutMs: number;
+  /** How a connection that died silently is noticed (default DEFAULT_KEEP_ALIVE); `false`: never. */
+  readonly keepAlive?: KeepAlive | false;
+}
+
+export interface ChannelOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly keepAlive?: KeepAlive | false | undefined;
 }
 
 /** The URL of a dataplane WebSocket route (`v1/exec/ws`) under the sandbox's ws base. */
@@ -96,9 +104,23 @@ function rejectionOf(
   return clientError(said.error.code, message, { closeCode: code });
 }
 
+/** RFC 6455's code for a connection lost without a close frame (never sent on the wire). */
+const ABNORMAL_CLOSURE = 1006;
+
+/** A socket ended by the keep-alive: what its close means. */
+function silenceError(keepAlive: KeepAlive): SbxClientError {
+  const ms = keepAlive.idleMs + keepAlive.timeoutMs;
+  return clientError(
+    'BACKEND_UNAVAILABLE',
+    `the connection went silent: nothing from the sandbox for ${ms} ms, a ping unanswered; it was ended as dead`,
+    { closeCode: ABNORMAL_CLOSURE },
+  );
+}
+
 /**
  * An authenticated dataplane WebSocket. Resolves once `auth_ok` arrived; afterwards every
- * refreshed token is sent as a new `auth` frame, so the agent never closes it for expiry.
+ * refreshed token is sent as a new `auth` frame, so the agent never closes it for expiry,
+ * and a connection silent past its keep-alive is ended (1006, see KeepAlive).
  * An HTTP 401/403 on the upgrade or a 1008/4403 close raises a SecurityError at once. A
  * frame that cannot be read fails the connect, or afterwards closes the socket (1008, as
  * the agent does for a malformed frame; not reconnected) with that ProtocolError.
@@ -108,8 +130,10 @@ export function openChannel(
   tokens: TokenSource,
   handlers: ChannelHandlers,
   timeoutMs: number,
-  signal?: AbortSignal,
+  options: ChannelOptions = {},
 ): Promise<Channel> {
+  const { signal } = options;
+  const keepAlive = options.keepAlive ?? DEFAULT_KEEP_ALIVE;
   return new Promise((resolve, reject) => {
     if (signal?.aborted === true) {
       reject(abortReason(signal));
@@ -119,6 +143,7 @@ export function openChannel(
     // caller adds as soon as `Shell.open` resolves, instead of being delivered before them.
     const socket = new WebSocket(url, { perMessageDeflate: false, allowSynchronousEvents: false });
     let authed = false;
+    let liveness: LivenessCheck | undefined;
     let rejection: ServerFrame | undefined;
     let malformed: ProtocolError | undefined;
     const onAbort = (): void => fail(abortReason(signal));
@@ -149,7 +174,10 @@ export function openChannel(
         (err: unknown) => fail(clientError('UNAUTHENTICATED', `no token to connect with: ${String(err)}`)),
       );
     });
+    socket.on('ping', () => liveness?.heard());
+    socket.on('pong', () => liveness?.heard());
     socket.on('message', (data, isBinary) => {
+      liveness?.heard();
       const buffer = Array.isArray(data)
         ? Buffer.concat(data)
         : Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
@@ -169,17 +197,21 @@ export function openChannel(
         authed = true;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        resolve(new Channel(socket, tokens));
+        if (keepAlive !== false) liveness = new LivenessCheck(socket, keepAlive, () => socket.terminate());
+        resolve(new Channel(socket, tokens, liveness));
         return;
       }
       if (authed) handlers.onFrame(frame);
       else if (frame.type === 'error') rejection = frame;
     });
     socket.on('close', (code, reason) => {
+      liveness?.stop();
       if (!authed) {
         const error = rejectionOf(code, reason.toString('utf8'), rejection);
         fail(error ?? clientError('BACKEND_UNAVAILABLE', `connect ${url}: closed before auth`));
       } else if (malformed !== undefined) handlers.onClose(WS_CLOSE_CODES.POLICY_VIOLATION, malformed);
+      else if (liveness?.dead === true && keepAlive !== false)
+        handlers.onClose(ABNORMAL_CLOSURE, silenceError(keepAlive));
       else handlers.onClose(code, errorOfClose(code, reason.toString('utf8')));
     });
   });
@@ -192,6 +224,7 @@ export class Channel {
   constructor(
     readonly socket: WebSocket,
     tokens: TokenSource,
+    private readonly liveness?: LivenessCheck,
   ) {
     this.#stopListening = tokens.onRefresh((credential) =>
       this.send({ type: 'auth', token: credential.token }),
@@ -205,6 +238,17 @@ export class Channel {
 
   send(frame: ShellClientFrame | ExecClientFrame | WatchClientFrame): void {
     if (this.open) this.socket.send(JSON.stringify(frame));
+  }
+
+  /** Stops reading (TCP then pushes back on the agent); the keep-alive waits meanwhile. */
+  pause(): void {
+    this.liveness?.pause();
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+    this.liveness?.resume();
   }
 
   close(): void {

@@ -4,7 +4,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { SandboxClient, type Credential, type RetryPolicy, type TokenSource } from '../src/index.js';
+import {
+  SandboxClient,
+  type Credential,
+  type KeepAlive,
+  type RetryPolicy,
+  type TokenSource,
+} from '../src/index.js';
 
 export interface FakeConnection {
   readonly socket: WebSocket;
@@ -12,6 +18,8 @@ export interface FakeConnection {
   readonly at: number;
   /** Set once the socket closed, whoever closed it. */
   closed: boolean;
+  /** `ping` frames the client sent on it (its keep-alive). */
+  pings: number;
   send(frame: object): void;
 }
 
@@ -20,6 +28,8 @@ export interface FakeAgentScript {
   readonly beforeAuth?: (conn: FakeConnection, index: number) => Promise<void>;
   /** What the agent does with the `start` frame of connection `index` (0-based). */
   readonly onStart: (conn: FakeConnection, start: Record<string, unknown>, index: number) => void;
+  /** Whether connection `index` leaves pings unanswered, like a dead peer (default: it answers, as an agent does). */
+  readonly silent?: (index: number) => boolean;
 }
 
 export interface FakeAgent {
@@ -38,6 +48,7 @@ export async function startFakeAgent(script: FakeAgentScript): Promise<FakeAgent
       socket,
       at: Date.now(),
       closed: false,
+      pings: 0,
       send: (frame) => socket.send(JSON.stringify(frame)),
     };
     connections.push(conn);
@@ -49,6 +60,10 @@ export async function startFakeAgent(script: FakeAgentScript): Promise<FakeAgent
         const wait = script.beforeAuth?.(conn, index) ?? Promise.resolve();
         void wait.then(() => conn.send({ type: 'auth_ok' }));
       } else if (frame['type'] === 'start') script.onStart(conn, frame, index);
+      else if (frame['type'] === 'ping') {
+        conn.pings++;
+        if (script.silent?.(index) !== true) conn.send({ type: 'pong', id: frame['id'] });
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -77,12 +92,13 @@ export function fixedTokens(
 }
 
 /** A client of the fake agent (HTTP is not served: only sockets are). */
-export function fakeAgentClient(agent: FakeAgent, retry: RetryPolicy): SandboxClient {
+export function fakeAgentClient(agent: FakeAgent, retry: RetryPolicy, keepAlive?: KeepAlive): SandboxClient {
   return new SandboxClient({
     httpBaseUrl: 'http://127.0.0.1:9',
     wsBaseUrl: agent.wsUrl,
     tokens: fixedTokens(),
     retry,
     timeoutMs: 10_000,
+    ...(keepAlive === undefined ? {} : { keepAlive }),
   });
 }
