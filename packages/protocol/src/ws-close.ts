@@ -32,3 +32,29 @@ export const AUTH_TIMEOUT_MS = 5_000;
 
 /** Largest text frame, in UTF-8 bytes, a client may send (1 MiB); larger ones close with 1009. */
 export const MAX_FRAME_BYTES = 1_048_576;
+
+/** The longest close reason RFC 6455 §5.5 allows, in UTF-8 bytes (`ws` throws past it). */
+export const MAX_CLOSE_REASON_BYTES = 123;
+
+/**
+ * `text` as a close reason: whole when it fits, else cut on a character boundary and marked
+ * with "...". Reasons can quote what a caller sent, so a short sentence in characters may
+ * still be too long in bytes.
+ */
+export function wsCloseReason(text: string): string {
+  if (utf8Bytes(text) <= MAX_CLOSE_REASON_BYTES) return text;
+  let cut = '';
+  let bytes = 3;
+  for (const char of text) {
+    bytes += utf8Bytes(char);
+    if (bytes > MAX_CLOSE_REASON_BYTES) break;
+    cut += char;
+  }
+  return `${cut}...`;
+}
+
+// TextEncoder rather than Buffer: the protocol package also runs in browsers.
+const encoder = new TextEncoder();
+function utf8Bytes(text: string): number {
+  return encoder.encode(text).length;
+}

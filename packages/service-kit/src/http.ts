@@ -56,6 +56,17 @@ export const notFound: RequestHandler = (req, res) => {
   sendError(res, new SbxError('NOT_FOUND', `no route for ${req.method} ${req.path}`));
 };
 
+/**
+ * Neither service serves OPTIONS: CORS preflights are answered by `corsAllowlist` before this
+ * runs. Without it Express answers OPTIONS itself on any path a route serves (200, an `Allow`
+ * list, a text body), an answer no route documents; with it OPTIONS is 404 like any method no
+ * route serves (docs/security.md, "Hardening").
+ */
+export const refuseOptions: RequestHandler = (req, res, next) => {
+  if (req.method === 'OPTIONS') notFound(req, res, next);
+  else next();
+};
+
 /** Errors Express and its body parsers raise carry an HTTP `status` and, for bodies, a `type`. */
 interface HttpLayerError {
   readonly status: number;

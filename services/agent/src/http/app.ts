@@ -1,6 +1,13 @@
 import express, { type Express, type RequestHandler } from 'express';
 import { SbxError } from '@sbx/protocol';
-import { assignRequestId, corsAllowlist, errorHandler, notFound, securityHeaders } from '@sbx/service-kit';
+import {
+  assignRequestId,
+  corsAllowlist,
+  errorHandler,
+  notFound,
+  refuseOptions,
+  securityHeaders,
+} from '@sbx/service-kit';
 import type { AgentContext, AgentFeature } from '../agent-context.js';
 import { authenticate } from './capability.js';
 import { healthzHandlers } from './healthz.js';
@@ -50,6 +57,7 @@ export function createAgentApp(
   app.use(securityHeaders({ hstsMaxAgeSeconds: hardening.hstsMaxAgeSeconds }));
   // Before authentication: a preflight carries no credentials.
   app.use(corsAllowlist({ allowedOrigins: hardening.allowedOrigins }));
+  app.use(refuseOptions);
   app.use(requestLog(ctx.logger, ctx.now, ctx.metrics));
 
   // Before bearer authentication: an anonymous caller gets liveness only (see healthz.ts).

@@ -89,6 +89,20 @@ describe('WebSocket authentication and framing', () => {
     expect(socket.frames.at(-1)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
   });
 
+  // Found by reliability/fuzz: a reason cut to 120 characters was still up to 480 bytes, `ws`
+  // threw past RFC 6455's 123, and the throw ended the agent, before any token was checked.
+  it('closes with a reason cut to 123 bytes when the frame quotes many-byte characters, and stays up', async () => {
+    const socket = await TestSocket.open(url);
+    socket.send({ type: '🙂'.repeat(60) });
+    const closed = await socket.closed;
+    expect(closed.code).toBe(1008);
+    expect(Buffer.byteLength(closed.reason)).toBeLessThanOrEqual(123);
+    expect(closed.reason).toMatch(/^unknown frame type "🙂+….*\.\.\.$/u);
+    const again = await TestSocket.authed(url, agent.token(['process']));
+    expect(again.frames[0]).toMatchObject({ type: 'auth_ok' });
+    again.close();
+  });
+
   it('closes with 1009 on an oversized frame and stays up', async () => {
     const socket = await TestSocket.authed(url, agent.token(['process']));
     socket.send({ type: 'stdin', data: 'x'.repeat(2 * 1024 * 1024) });

@@ -6,6 +6,7 @@ import {
   errorHandler,
   JSON_BODY_LIMIT_BYTES,
   notFound,
+  refuseOptions,
   requestContext,
   securityHeaders,
   type Logger,
@@ -50,6 +51,7 @@ export function createApp(deps: BrokerAppDeps): Express {
   app.use(observeRequests(deps.logger, deps.metrics));
   app.use(securityHeaders({ hstsMaxAgeSeconds: deps.http?.hstsMaxAgeSeconds }));
   app.use(corsAllowlist({ allowedOrigins: deps.http?.corsAllowedOrigins ?? [] }));
+  app.use(refuseOptions);
   const json = express.json({ limit: JSON_BODY_LIMIT_BYTES });
   // Relayed bodies (a file upload, a data-plane call) stream to the agent untouched.
   const raw = deps.rawBodyPaths;

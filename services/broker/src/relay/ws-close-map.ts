@@ -1,4 +1,4 @@
-import { WS_CLOSE_CODES } from '@sbx/protocol';
+import { WS_CLOSE_CODES, wsCloseReason } from '@sbx/protocol';
 
 /** RFC 6455 1001: the endpoint is going away. */
 export const GOING_AWAY = 1001;
@@ -32,9 +32,7 @@ export function agentCodeFor(callerCode: number): number {
   return sendable(callerCode) ? callerCode : GOING_AWAY;
 }
 
-/** Close reasons are at most 123 bytes (RFC 6455 §5.5); cut on a character boundary. */
+/** A close reason received (a Buffer) or made, as one that can be sent on. */
 export function reasonOf(reason: Buffer | string): string {
-  let text = typeof reason === 'string' ? reason : reason.toString('utf8');
-  while (Buffer.byteLength(text) > 123) text = text.slice(0, -1);
-  return text;
+  return wsCloseReason(typeof reason === 'string' ? reason : reason.toString('utf8'));
 }

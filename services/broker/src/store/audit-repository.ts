@@ -41,9 +41,34 @@ function toRecord(event: AuditEvent): AuditEventRecord {
   return { ...event, id: event.id.toString() };
 }
 
-/** The row an event becomes (also written in batches by the journal writer). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+function scrubbed(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\uFFFD').replaceAll('\u0000', '\uFFFD');
+  if (Array.isArray(value)) return value.map((item: unknown) => scrubbed(item));
+  if (typeof value !== 'object' || value === null || value instanceof Date) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [scrubbed(key), scrubbed(item)]));
+}
+
+function storable<T>(value: T): T {
+  // scrubbed keeps every value's shape (strings stay strings, arrays arrays, objects objects
+  // with the same keys up to the replaced characters), so the event keeps its type.
+  // oxlint-disable-next-line typescript/no-unsafe-type-assertion
+  return scrubbed(value) as T;
+}
+
+/**
+ * `event` as Postgres can store it: text and jsonb refuse NUL, jsonb refuses lone surrogates,
+ * and a refused row is an audit event lost (a caller naming `%00` in a path would leave no
+ * trace of a refused attempt). Both become U+FFFD in every string of the event, detail included.
+ */
+export function storableAuditEvent(event: NewAuditEvent): NewAuditEvent {
+  return storable(event);
+}
+
+/** The row an event becomes (the journal writer's batches go through storableAuditEvent too). */
 export function auditRow(event: NewAuditEvent): Prisma.AuditEventCreateManyInput {
-  const { detail, scopes, ...rest } = event;
+  const { detail, scopes, ...rest } = storableAuditEvent(event);
   return {
     ...rest,
     scopes: scopes === undefined ? [] : [...scopes],

@@ -2,7 +2,7 @@
 // so the SQL text is the same for any batch (Prisma's generated createMany is
 // compiled anew for every batch size, which cost more than the insert).
 // Audit rows keep their order within a batch (WITH ORDINALITY), so ids follow it.
-import type { NewAuditEvent } from './audit-repository.js';
+import { storableAuditEvent, type NewAuditEvent } from './audit-repository.js';
 import type { NewInvocation } from './invocation-repository.js';
 import type { NewTokenIssuance } from './token-issuance-repository.js';
 
@@ -60,7 +60,8 @@ export function issuanceJson(input: NewTokenIssuance): Record<string, unknown> {
   };
 }
 
-export function auditJson(event: NewAuditEvent): Record<string, unknown> {
+export function auditJson(given: NewAuditEvent): Record<string, unknown> {
+  const event = storableAuditEvent(given);
   return {
     at: event.at?.toISOString() ?? null,
     request_id: event.requestId ?? null,

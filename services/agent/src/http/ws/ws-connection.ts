@@ -9,10 +9,11 @@ import {
   type ServerFrame,
   type ServerFrameFor,
   type WsEndpoint,
+  wsCloseReason,
 } from '@sbx/protocol';
 import { TokenError, type VerifiedCapability } from '@sbx/tokens';
 import type { WsHubOptions } from './ws-hub.js';
-import { closeReason, legacyRejection } from './close-reasons.js';
+import { legacyRejection } from './close-reasons.js';
 import type { EndpointFrame, EndpointHandler, WsRoute, WsSession } from './ws-session.js';
 
 type Phase = 'awaiting_auth' | 'open' | 'closed';
@@ -100,7 +101,7 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
   close(code: number, reason: string): void {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
-    this.socket.close(code, closeReason(reason));
+    this.socket.close(code, wsCloseReason(reason));
   }
 
   /** Called by the hub after a revocation: a socket whose token no longer passes closes 1008. */

@@ -9,9 +9,11 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import {
   AUTH_TIMEOUT_MS,
   MAX_FRAME_BYTES,
+  parseOrThrow,
   SandboxSessionParams,
   SbxError,
   WS_CLOSE_CODES,
+  wsCloseReason,
 } from '@sbx/protocol';
 import { originAllowed, type Logger } from '@sbx/service-kit';
 import { randomUUID } from 'node:crypto';
@@ -54,6 +56,15 @@ type Resolve = (credential: string) => Promise<
   }
 >;
 
+/** A percent-decoded path segment: 400, as on the HTTP routes, when it is not valid percent-encoding. */
+function decodedSegment(segment: string | undefined): string {
+  try {
+    return decodeURIComponent(segment ?? '');
+  } catch {
+    throw new SbxError('BAD_REQUEST', 'request path is not valid percent-encoding');
+  }
+}
+
 /**
  * The route of a request's URL, matched as written (still percent-encoded, dot segments as
  * sent), as Express matches the HTTP routes: a URL parser would resolve `/dp/%2e%2e/…` out of
@@ -65,10 +76,12 @@ function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string, address: st
   const session = SESSION_PATH.exec(pathname);
   if (session !== null)
     return async (credential) => {
-      const params = SandboxSessionParams.parse({
-        id: decodeURIComponent(session[1] ?? ''),
-        sid: decodeURIComponent(session[2] ?? ''),
-      });
+      // A malformed id is the caller's mistake (400, closed 1008), never the INTERNAL (1011) of a throw.
+      const params = parseOrThrow(
+        SandboxSessionParams,
+        { id: decodedSegment(session[1]), sid: decodedSegment(session[2]) },
+        'socket path',
+      );
       const callers = withFailureLimit(
         deps.authenticator,
         deps.dataplane?.failures ?? deps.failures,
@@ -86,7 +99,7 @@ function routeOf(deps: SandboxSessionSocketDeps, requestUrl: string, address: st
   if (dataplane === null || relay === undefined) return undefined;
   const agentPath = dataplanePath(dataplane[2] ?? '/');
   return async (credential) => {
-    const sandboxId = decodeURIComponent(dataplane[1] ?? '');
+    const sandboxId = decodedSegment(dataplane[1]);
     const resolved = await resolveRelay(relay, { sandboxId, credential, method: 'GET', agentPath, address });
     return { ...resolved, agentPath: `${agentPath}${url.search}`, route: `dp${agentPath}` };
   };
@@ -119,7 +132,7 @@ export function sandboxSessionSockets(deps: SandboxSessionSocketDeps): {
 }
 
 /** An HTTP answer instead of the upgrade: the error envelope, nothing relayed. */
-function refuseUpgrade(socket: Duplex, error: SbxError): void {
+export function refuseUpgrade(socket: Duplex, error: SbxError): void {
   socket.on('error', () => socket.destroy());
   const requestId = `req_${randomUUID()}`;
   const body = JSON.stringify(error.toEnvelope(requestId));
@@ -130,7 +143,12 @@ function refuseUpgrade(socket: Duplex, error: SbxError): void {
 }
 
 async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve: Resolve) {
-  client.on('error', () => client.terminate());
+  // ws reports a protocol error (a frame over 1 MiB, text that is not UTF-8) after it sent its
+  // close frame (1009, 1007): terminating now would reset the connection under that frame, and
+  // the caller would see 1006. The closing handshake ends it; ws cuts a peer that never answers.
+  client.on('error', () => {
+    if (client.readyState !== client.CLOSING) client.terminate();
+  });
   try {
     const { token, held } = await firstAuthFrame(client);
     const { target, context, agentPath, route, firstFrame } = await resolve(token);
@@ -158,7 +176,7 @@ async function serve(deps: SandboxSessionSocketDeps, client: WebSocket, resolve:
     client.resume();
     if (client.readyState === client.OPEN) {
       client.send(JSON.stringify({ type: 'error', ...error.toEnvelope() }));
-      client.close(code, error.message.slice(0, 120));
+      client.close(code, wsCloseReason(error.message));
     }
   }
 }
