@@ -92,7 +92,7 @@ describe('reconnect limits (fake agent that accepts, answers ready, then drops)'
     expect(await iterated).toBe(failure);
     expect(fake.connections).toHaveLength(1 + RETRY.maxAttempts);
     expectBackoffBetween(fake);
-  }, 40_000);
+  }, 120_000);
 });
 
 describe('detach during a reconnect (fake agent)', () => {
@@ -114,7 +114,7 @@ describe('detach during a reconnect (fake agent)', () => {
     // Well past the longest backoff: no further attempt.
     await new Promise((resolve) => setTimeout(resolve, 4 * RETRY.maxDelayMs));
     expect(fake.connections).toHaveLength(2);
-  }, 30_000);
+  }, 120_000);
 
   it('stops a reconnect that is waiting out its backoff', async () => {
     const slow = { maxAttempts: 5, baseDelayMs: 600, maxDelayMs: 600 };
@@ -129,7 +129,7 @@ describe('detach during a reconnect (fake agent)', () => {
     shell.detach();
     await new Promise((resolve) => setTimeout(resolve, 2 * slow.maxDelayMs));
     expect(fake.connections).toHaveLength(1);
-  }, 30_000);
+  }, 120_000);
 });
 
 describe('against a real agent', () => {
@@ -168,7 +168,7 @@ describe('against a real agent', () => {
     await expect(human.openShell({ cwd: 'plain.txt' })).rejects.toBeInstanceOf(BadRequestError);
     // Absolute, it may be anywhere in the sandbox but /proc, which the agent does not serve.
     await expect(human.openShell({ cwd: '/proc' })).rejects.toBeInstanceOf(ForbiddenError);
-  }, 30_000);
+  }, 120_000);
 
   it('the replay right behind `ready` reaches a listener added as soon as attach resolves', async () => {
     const shell = await human.openShell();

@@ -57,7 +57,7 @@ export function pidsWith(marker: string, match: 'contains' | 'exact' = 'contains
 /** Polls `probe` until it gives a value other than undefined/false. */
 export async function waitFor<T>(
   probe: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 5000,
+  timeoutMs = 30_000,
   what = 'condition',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -179,7 +179,7 @@ export function uploadTemporaries(dir: string): string[] {
   return treeOf(dir).filter((name) => path.basename(name).startsWith('.sbx-upload-'));
 }
 
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');

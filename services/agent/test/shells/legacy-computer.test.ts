@@ -22,7 +22,7 @@ class LegacyClient {
   }
 
   /** The plain output once `pattern` occurs in it, or when waiting longer is pointless. */
-  async waitFor(pattern: RegExp, timeoutMs = 10_000): Promise<string> {
+  async waitFor(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     while (!pattern.test(plainText(this.output)) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -73,7 +73,7 @@ export class ShellClient {
   }
 
   /** Resolves with the plain output so far once `pattern` occurs in it (see `plain`). */
-  async waitFor(pattern: string | RegExp, timeoutMs = 10_000): Promise<string> {
+  async waitFor(pattern: string | RegExp, timeoutMs = 30_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const text = this.plain();
@@ -99,7 +99,7 @@ export class ShellClient {
     }
   }
 
-  async nextFrame(type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+  async nextFrame(type: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
     return this.socket.next((f) => f['type'] === type, timeoutMs);
   }
 

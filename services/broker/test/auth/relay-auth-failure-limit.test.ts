@@ -19,7 +19,7 @@ const guess = () => `sbk_guess_${randomUUID().replaceAll('-', '')}`;
 function socketAnswer(url: string, credential: string): Promise<{ code?: string }> {
   const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/sandboxes/sb_missing/sessions/new`);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no answer on the socket')), 20_000);
+    const timer = setTimeout(() => reject(new Error('no answer on the socket')), 60_000);
     socket.on('error', reject);
     socket.on('open', () => socket.send(JSON.stringify({ type: 'auth', token: credential })));
     socket.on('message', (data: Buffer) => {

@@ -182,7 +182,7 @@ export function createKit(prisma: PrismaClient, options: KitOptions = {}): Lifec
 }
 
 /** Polls until `check` holds (a background loop is being watched), failing after `timeoutMs`. */
-export async function eventually(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+export async function eventually(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -23,7 +23,7 @@ const q = (file: string): string => encodeURIComponent(file);
 async function watchedPath(door: Door, dir: string, act: () => Promise<void>): Promise<string> {
   const socket = new WebSocket(`${door.dataplane.wsBaseUrl}/v1/files/watch`);
   return new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no watch event under ${dir}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no watch event under ${dir}`)), 60_000);
     socket.on('error', reject);
     socket.on('open', () => {
       socket.send(JSON.stringify({ type: 'auth', token: tokenFor(door.spec, ['fs:ro']) }));

@@ -72,7 +72,7 @@ export function overSocket(
     const timer = setTimeout(() => {
       socket.terminate();
       reject(new Error(`no exit frame from ${route}; output so far: ${output}`));
-    }, 20_000);
+    }, 60_000);
     socket.on('error', reject);
     socket.on('open', () => {
       socket.send(JSON.stringify({ type: 'auth', token: tokenFor(door.spec, scopes) }));

@@ -175,7 +175,7 @@ describeEachBackend('provisioning', (backend) => {
   });
 });
 
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
