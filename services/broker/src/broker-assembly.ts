@@ -154,6 +154,7 @@ export async function assembleBroker(
     rateLimits: settings.rateLimits ?? DEFAULT_RATE_LIMITS,
     authFailures: settings.authFailures,
     idempotency: settings.idempotency,
+    claimHolders: presence,
     clock,
     logger,
     metrics,

@@ -9,6 +9,7 @@ import type { OidcVerifier } from './domain/auth/oidc-verifier.js';
 import {
   DEFAULT_IDEMPOTENCY_SETTINGS,
   IdempotencyGuard,
+  type ClaimHolders,
   type IdempotencySettings,
 } from './domain/idempotency/idempotency-guard.js';
 import type { KeyVault } from './domain/keys/key-vault.js';
@@ -69,6 +70,8 @@ export interface BrokerRoutesDeps {
   /** Failed authentications per client address (default DEFAULT_AUTH_FAILURE_LIMITS). */
   readonly authFailures?: AuthFailureLimits | undefined;
   readonly idempotency: Partial<IdempotencySettings> | undefined;
+  /** This broker instance and its peers' presence: claims of a dead peer are taken over. */
+  readonly claimHolders?: ClaimHolders | undefined;
   readonly clock: () => number;
   readonly logger: Logger;
   /** Absent: no `/admin/*` operator API (docs/admin.md). */
@@ -118,6 +121,7 @@ export function brokerRoutes(deps: BrokerRoutesDeps): BrokerRouting {
       deps.vault,
       { ...DEFAULT_IDEMPOTENCY_SETTINGS, ...deps.idempotency },
       deps.clock,
+      deps.claimHolders,
     ),
   };
   const admin =

@@ -17,6 +17,8 @@ export interface NewIdempotencyClaim extends IdempotencyKeyRef {
   readonly requestHash: string;
   /** When an unfinished claim (its holder died) may be taken over. */
   readonly expiresAt: Date;
+  /** The broker instance that runs the request (taken over early once it is known dead). */
+  readonly holderId?: string;
 }
 
 export type ClaimResult =
@@ -74,6 +76,14 @@ export class IdempotencyRepository {
           ...(onlyIf.expiredBefore === undefined ? {} : { expiresAt: { lte: onlyIf.expiredBefore } }),
         },
       }),
+    );
+    return count > 0;
+  }
+
+  /** Frees an unfinished claim of `holderId` (a dead instance); false if it finished or moved. */
+  async removeAbandoned(ref: IdempotencyKeyRef, holderId: string): Promise<boolean> {
+    const { count } = await guard('take over idempotency key', () =>
+      this.prisma.idempotencyRecord.deleteMany({ where: { ...ref, holderId, status: null } }),
     );
     return count > 0;
   }

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, expect, it } from '@jest/globals';
 import request from 'supertest';
+import { requestFingerprint } from '../../src/domain/idempotency/request-fingerprint.js';
 import { bearer } from '../support/broker-harness.js';
 import { describeEachBackend } from '../support/test-database.js';
 import { useBroker } from '../support/use-broker.js';
@@ -94,4 +95,42 @@ describeEachBackend('Idempotency-Key', (backend) => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain('Idempotency-Key');
   });
+
+  // A broker killed mid-request leaves its claim unfinished. A retry on another replica used to
+  // wait 10 s and get 409 for the claim's whole 2 minutes; once the holder's presence is gone
+  // (reliability/broker-faults/broker-kill.test.ts), the retry takes the claim over and runs.
+  it('takes over at once a claim whose broker instance is dead, and waits for a live one', async () => {
+    // A principal of its own: the others' sandboxes count against the owner's share.
+    const mine = await broker.apiKey({ scopes: ['read:sandbox', 'write:sandbox'], principalType: 'user' });
+    const body = { thread_id: `thr_${randomUUID()}`, mode: 'ensure' };
+    const known = randomUUID();
+    expect((await ensure(known, body, mine)).status).toBe(200);
+    const { tenantId, principalId } = await db().prisma.idempotencyRecord.findFirstOrThrow({
+      where: { key: known },
+    });
+    const unfinished = async (holderId: string): Promise<string> => {
+      const idem = randomUUID();
+      await db().prisma.idempotencyRecord.create({
+        data: {
+          tenantId,
+          principalId,
+          key: idem,
+          requestHash: requestFingerprint('POST', '/v1/sandbox/sessions', body),
+          holderId,
+          expiresAt: new Date(Date.now() + 120_000),
+        },
+      });
+      return idem;
+    };
+
+    const retried = await ensure(await unfinished('brk_killed'), body, mine);
+    expect(retried.status).toBe(200);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.body.sandbox.id).toBeDefined();
+
+    const ownClaim = await db().prisma.idempotencyRecord.findFirstOrThrow({ where: { key: known } });
+    const live = await ensure(await unfinished(ownClaim.holderId!), body, mine);
+    expect(live.status).toBe(409);
+    expect(live.body.error.message).toContain('still in progress');
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import { LOST_BY_PROVIDER } from '../lifecycle/reap-sandbox.js';
 import { sandboxLockKey } from '../lifecycle/sandbox-lock.js';
 import { withDeadline } from '../lifecycle/with-deadline.js';
 import type { ForcedMove } from './state-deadlines.js';
+import { acquireLeasedLock } from '../lifecycle/leased-lock.js';
 
 export interface SandboxActionDeps {
   readonly reaper: Pick<ReaperRepository, 'applyStateChange'>;
@@ -37,7 +38,9 @@ export async function forceMove(
   planned: ForcedMove,
   context: AuditContext & { readonly note?: string | undefined },
 ): Promise<MoveResult> {
-  const lock = await deps.coordination.acquireLock(sandboxLockKey(sandbox.id), deps.timers.lockTtlMs);
+  const lock = await acquireLeasedLock(deps.coordination, sandboxLockKey(sandbox.id), (err) =>
+    deps.logger.warn({ err, sandbox_id: sandbox.id }, 'a sandbox lock lapsed during an operator action'),
+  );
   if (lock === null) {
     throw new SbxError('CONFLICT', 'another lifecycle operation holds this sandbox; retry shortly');
   }

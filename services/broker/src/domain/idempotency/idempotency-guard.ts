@@ -7,6 +7,8 @@
 //    and replays its answer; past the bound it gets 409 CONFLICT, retryable
 //    with the same key;
 //  - a failed request stores nothing, so retrying with the same key runs again;
+//  - a claim whose holder (a broker instance) is known dead - killed mid-request -
+//    is taken over at once by a duplicate, which then runs the request itself;
 //  - a stored answer is replayed only while the token inside it is valid:
 //    after that the key is free and a retry negotiates afresh (ensure is
 //    idempotent by nature, so it returns the same binding with a new token).
@@ -43,6 +45,15 @@ export const DEFAULT_IDEMPOTENCY_SETTINGS: IdempotencySettings = Object.freeze({
   waitMs: 10_000,
 });
 
+/**
+ * Which broker instance this is, and whether another one is still alive (its presence,
+ * instance-presence.ts). Without it, an abandoned claim is freed only when it expires.
+ */
+export interface ClaimHolders {
+  readonly instanceId: string;
+  isAlive(instanceId: string): Promise<boolean>;
+}
+
 const MAX_ROUNDS = 5;
 type Waited = IdempotencyRecordRow | 'gone' | 'timeout';
 
@@ -52,6 +63,7 @@ export class IdempotencyGuard {
     private readonly vault: KeyVault,
     private readonly settings: IdempotencySettings = DEFAULT_IDEMPOTENCY_SETTINGS,
     private readonly now: () => number = Date.now,
+    private readonly holders?: ClaimHolders,
   ) {}
 
   async run(
@@ -61,7 +73,13 @@ export class IdempotencyGuard {
   ): Promise<IdempotencyOutcome> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const expiresAt = new Date(this.now() + this.settings.claimTimeoutMs);
-      const claim = await this.repo.claim({ ...ref, requestHash, expiresAt });
+      const holderId = this.holders?.instanceId;
+      const claim = await this.repo.claim({
+        ...ref,
+        requestHash,
+        expiresAt,
+        ...(holderId ? { holderId } : {}),
+      });
       if (claim.claimed) return this.#execute(ref, execute);
       const existing = claim.existing;
       if (existing.expiresAt.getTime() <= this.now()) {
@@ -69,6 +87,7 @@ export class IdempotencyGuard {
         continue;
       }
       if (existing.requestHash !== requestHash) throw keyReused();
+      if (await this.#abandoned(ref, existing)) continue;
       const finished = existing.status === null ? await this.#waitFor(ref, requestHash) : existing;
       if (finished === 'timeout') throw stillRunning();
       if (finished !== 'gone') return this.#replay(ref, finished);
@@ -113,8 +132,18 @@ export class IdempotencyGuard {
       if (row === null) return 'gone';
       if (row.requestHash !== requestHash) throw keyReused();
       if (row.status !== null) return row;
+      if (await this.#abandoned(ref, row)) return 'gone';
     }
     return 'timeout';
+  }
+
+  /** Frees an unfinished claim whose holder died; true when it was freed (by this call or another). */
+  async #abandoned(ref: IdempotencyKeyRef, row: IdempotencyRecordRow): Promise<boolean> {
+    const holder = row.holderId;
+    if (row.status !== null || holder === null || this.holders === undefined) return false;
+    if (holder === this.holders.instanceId || (await this.holders.isAlive(holder))) return false;
+    await this.repo.removeAbandoned(ref, holder);
+    return true;
   }
 }
 

@@ -60,7 +60,10 @@ export function createClockJumpGuard(options: ClockJumpGuardOptions): ClockJumpG
     }
     last = { wall, mono };
     if (held > 0 && mono >= heldUntil) {
-      options.logger?.info({ held_ms: held }, 'clock jump no longer held back: the reaper follows the wall clock');
+      options.logger?.info(
+        { held_ms: held },
+        'clock jump no longer held back: the reaper follows the wall clock',
+      );
       held = 0;
     }
     return wall - held;

@@ -50,7 +50,8 @@ export function createInstancePresence(options: InstancePresenceOptions): Instan
   let trustFrom = 0;
   let gap = false;
   const distrust = (why: string): void => {
-    if (!gap) logger.warn({ ttl_ms: ttlMs }, `${why}: no broker instance counts as gone until renewed for a TTL`);
+    if (!gap)
+      logger.warn({ ttl_ms: ttlMs }, `${why}: no broker instance counts as gone until renewed for a TTL`);
     gap = true;
   };
   const publish = async (): Promise<void> => {

@@ -22,8 +22,6 @@ export interface LifecycleTimerOptions {
   readonly intervalMs?: number;
   /** Longest a provider stop or destroy may take before the reaper gives up on it for this round. */
   readonly providerTimeoutMs?: number;
-  /** TTL of the cross-instance reaper lock, renewed before each sandbox; default providerTimeoutMs + 30 s. */
-  readonly lockTtlMs?: number;
   /** Sandboxes per pass and round (the rest wait for the next round). */
   readonly batchSize?: number;
   /** Sandboxes acted on at once within a pass. */
@@ -49,13 +47,9 @@ export function resolveLifecycleTimers(options: LifecycleTimerOptions = {}): Lif
     failedRetentionMs: options.failedRetentionMs ?? DEFAULT_FAILED_RETENTION_MS,
     intervalMs: options.intervalMs ?? DEFAULT_REAPER_INTERVAL_MS,
     providerTimeoutMs,
-    lockTtlMs: options.lockTtlMs ?? providerTimeoutMs + 30_000,
     batchSize: options.batchSize ?? 100,
     concurrency: options.concurrency ?? 4,
   };
   for (const [name, value] of Object.entries(timers)) positiveInteger(name, value);
-  if (timers.lockTtlMs <= timers.providerTimeoutMs) {
-    throw new SbxError('INTERNAL', 'lifecycle lockTtlMs must be longer than providerTimeoutMs');
-  }
   return timers;
 }

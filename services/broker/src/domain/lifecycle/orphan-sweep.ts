@@ -15,6 +15,7 @@ import type { InstancePresence } from './instance-presence.js';
 import { forEachLimited } from './for-each-limited.js';
 import { sandboxLockKey } from './sandbox-lock.js';
 import { withDeadline } from './with-deadline.js';
+import { acquireLeasedLock } from './leased-lock.js';
 
 export interface OrphanSweepDeps {
   readonly repository: Pick<ReaperRepository, 'statesOf'>;
@@ -22,7 +23,6 @@ export interface OrphanSweepDeps {
   readonly coordination: Pick<Coordination, 'acquireLock'>;
   readonly logger: Logger;
   readonly providerTimeoutMs: number;
-  readonly lockTtlMs: number;
   readonly concurrency: number;
   /** Warm pools' sandboxes have no row in `sandboxes` but are not orphans while their host lives. */
   readonly warm?: Pick<WarmPoolRepository, 'listAll' | 'remove'> | undefined;
@@ -71,7 +71,7 @@ export async function sweepOrphans(deps: OrphanSweepDeps): Promise<OrphanSweepRe
   const destroyed: string[] = [];
   const failures: string[] = [];
   await forEachLimited(orphans, deps.concurrency, async (id) => {
-    const lock = await deps.coordination.acquireLock(sandboxLockKey(id), deps.lockTtlMs).catch(() => null);
+    const lock = await acquireLeasedLock(deps.coordination, sandboxLockKey(id)).catch(() => null);
     if (lock === null) return;
     try {
       await withDeadline(deps.provider.destroy(id), deps.providerTimeoutMs, 'provider destroy');

@@ -12,6 +12,7 @@ import type { LifecycleTimers } from './lifecycle-settings.js';
 import type { ReaperPass } from './reaper-passes.js';
 import { sandboxLockKey } from './sandbox-lock.js';
 import { withDeadline } from './with-deadline.js';
+import { acquireLeasedLock } from './leased-lock.js';
 
 export interface ReapContext {
   readonly repository: Pick<ReaperRepository, 'isDue' | 'applyStateChange'>;
@@ -53,7 +54,9 @@ export async function reapSandbox(
   sandbox: DueSandbox,
   now: Date,
 ): Promise<ReapOutcome> {
-  const lock = await ctx.coordination.acquireLock(sandboxLockKey(sandbox.id), ctx.timers.lockTtlMs);
+  const lock = await acquireLeasedLock(ctx.coordination, sandboxLockKey(sandbox.id), (err) =>
+    ctx.logger.warn({ err, sandbox_id: sandbox.id }, 'a sandbox lock lapsed while it was reaped'),
+  );
   if (lock === null) return { busy: true };
   try {
     return pass.order === 'provider-first'

@@ -8,6 +8,7 @@ import { forEachLimited } from './for-each-limited.js';
 import type { ReaperPass } from './reaper-passes.js';
 import { reapSandbox, type ReapContext, type ReapFailure, type StateChangeReport } from './reap-sandbox.js';
 import { REAPER_LOCK_KEY } from './sandbox-lock.js';
+import { acquireLeasedLock, LOCK_LEASE_MS } from './leased-lock.js';
 
 export interface ReaperReport {
   /** False when another broker instance held the reaper lock: this round did nothing. */
@@ -32,7 +33,9 @@ export interface RoundContext extends Omit<ReapContext, 'repository'> {
 const NOT_RUN: ReaperReport = { ran: false, changes: [], failures: [], busy: 0, releasedBindings: 0 };
 
 export async function runReaperRound(ctx: RoundContext): Promise<ReaperReport> {
-  const lock = await ctx.coordination.acquireLock(REAPER_LOCK_KEY, ctx.timers.lockTtlMs);
+  const lock = await acquireLeasedLock(ctx.coordination, REAPER_LOCK_KEY, (err) =>
+    ctx.logger.warn({ err }, 'the reaper round lock lapsed during a round'),
+  );
   if (lock === null) return NOT_RUN;
   const changes: StateChangeReport[] = [];
   const failures: ReapFailure[] = [];
@@ -46,7 +49,7 @@ export async function runReaperRound(ctx: RoundContext): Promise<ReaperReport> {
       await forEachLimited(due, ctx.timers.concurrency, async (sandbox) => {
         if (ctx.shouldStop() || lockLost) return;
         // A failed renewal is treated as a lost lock: going on could overlap another reaper.
-        if (!(await lock.extend(ctx.timers.lockTtlMs).catch(() => false))) {
+        if (!(await lock.extend(LOCK_LEASE_MS).catch(() => false))) {
           lockLost = true;
           return;
         }

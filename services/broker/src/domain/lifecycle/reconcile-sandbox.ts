@@ -12,6 +12,7 @@ import type { LifecycleTimers } from './lifecycle-settings.js';
 import { LOST_BY_PROVIDER, type StateChangeReport } from './reap-sandbox.js';
 import { sandboxLockKey } from './sandbox-lock.js';
 import { withDeadline } from './with-deadline.js';
+import { acquireLeasedLock } from './leased-lock.js';
 
 export interface ReconcileContext {
   readonly repository: Pick<ReaperRepository, 'isDue' | 'applyStateChange'>;
@@ -21,7 +22,7 @@ export interface ReconcileContext {
   readonly coordination: Pick<Coordination, 'acquireLock'>;
   readonly clock: () => number;
   readonly logger: Logger;
-  readonly timers: Pick<LifecycleTimers, 'providerTimeoutMs' | 'lockTtlMs'>;
+  readonly timers: Pick<LifecycleTimers, 'providerTimeoutMs'>;
 }
 
 export interface ReconcileFailure {
@@ -62,7 +63,9 @@ export async function reconcileSandbox(
   sandbox: DueSandbox,
 ): Promise<ReconcileOutcome> {
   try {
-    const lock = await ctx.coordination.acquireLock(sandboxLockKey(sandbox.id), ctx.timers.lockTtlMs);
+    const lock = await acquireLeasedLock(ctx.coordination, sandboxLockKey(sandbox.id), (err) =>
+      ctx.logger.warn({ err, sandbox_id: sandbox.id }, 'a sandbox lock lapsed while it was reconciled'),
+    );
     // Someone is creating, resuming or reaping it right now: its agent is theirs to account for.
     if (lock === null) return { kind: 'busy' };
     try {

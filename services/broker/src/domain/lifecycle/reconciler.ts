@@ -13,6 +13,7 @@ import type { ReaperRepository } from '../../store/reaper-repository.js';
 import type { WarmPoolRepository } from '../../store/warm-pool-repository.js';
 import type { InstancePresence } from './instance-presence.js';
 import { reconcileAtStartup, type StartupReconcileReport } from './startup-reconcile.js';
+import { acquireLeasedLock } from './leased-lock.js';
 
 export const DEFAULT_RECONCILE_INTERVAL_MS = 60_000;
 const ROUND_LOCK = 'reconciler';
@@ -42,8 +43,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   let inFlight: Promise<StartupReconcileReport | undefined> | undefined;
 
   const round = async (): Promise<StartupReconcileReport | undefined> => {
-    // Outlives a round that waits on a slow provider; released as soon as the round ends.
-    const lock = await deps.coordination.acquireLock(ROUND_LOCK, Math.max(intervalMs, 120_000));
+    // Renewed while the round runs (a slow provider), so a killed holder stops no one for long.
+    const lock = await acquireLeasedLock(deps.coordination, ROUND_LOCK, (err) =>
+      deps.logger.warn({ err }, 'the reconciler round lock lapsed during a round'),
+    );
     if (lock === null) return undefined;
     try {
       return await reconcileAtStartup({ ...deps, trigger: 'periodic' });

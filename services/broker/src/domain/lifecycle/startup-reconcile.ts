@@ -37,7 +37,7 @@ export const RECONCILED_STATES: readonly SandboxState[] = SANDBOX_STATES.filter(
 
 export interface StartupReconcileDeps extends Pick<
   LifecycleTimerOptions,
-  'providerTimeoutMs' | 'lockTtlMs' | 'batchSize' | 'concurrency'
+  'providerTimeoutMs' | 'batchSize' | 'concurrency'
 > {
   readonly repository: Pick<ReaperRepository, 'listPage' | 'isDue' | 'applyStateChange' | 'statesOf'>;
   readonly provider: Pick<SandboxProvider, 'name' | 'status' | 'stop' | 'destroy' | 'list'>;

@@ -7,10 +7,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@sbx/service-kit';
 import type { Coordination, Lock } from '../../adapters/redis/coordination.js';
+import { acquireLeasedLock } from '../lifecycle/leased-lock.js';
 import { sandboxLockKey } from '../lifecycle/sandbox-lock.js';
-
-/** Outlives a provider create or start (the local provider's bound is 15 s) by far. */
-const LOCK_TTL_MS = 300_000;
 
 export type LockedRun<T> = { readonly ran: true; readonly value: T } | { readonly ran: false };
 
@@ -38,7 +36,10 @@ export class SandboxLocks {
     const deadline = this.now() + waitMs;
     for (let pause = 20; ; pause = Math.min(pause * 2, 250)) {
       try {
-        const lock = await this.coordination.acquireLock(sandboxLockKey(sandboxId), LOCK_TTL_MS);
+        // On a renewed lease: a broker killed mid-create frees its sandbox within one lease.
+        const lock = await acquireLeasedLock(this.coordination, sandboxLockKey(sandboxId), (err) =>
+          this.logger.warn({ err, sandboxId }, 'a sandbox lock lapsed while its work ran'),
+        );
         if (lock !== null) return lock;
       } catch (err) {
         this.logger.warn(
