@@ -72,6 +72,8 @@ const BrokerEnv = z.object({
   K8S_RUNTIME_CLASS: z.string().min(1).optional(),
   K8S_STORAGE_CLASS: z.string().min(1).optional(),
   LOCAL_ISOLATION: z.enum(['auto', 'bubblewrap', 'none']).default('auto'),
+  // Workspace images allocated whole (docs/operations.md, "A full disk").
+  LOCAL_PREALLOCATE_WORKSPACES: z.enum(['true', 'false']).default('false'),
   TOKEN_TTL_SECONDS: z.coerce.number().int().min(30).max(3600).default(900),
   // jwt: agents verify offline; opaque: agents ask POST /oauth/introspect (D20).
   TOKEN_FORMAT: z.enum(TOKEN_FORMATS).default('jwt'),
@@ -144,6 +146,7 @@ export interface BrokerConfig {
   /** SANDBOX_PROVIDER=docker|kubernetes: where and how sandboxes run (absent: the providers' defaults). */
   readonly containers?: ContainerProviderConfig;
   readonly localIsolation: 'auto' | 'bubblewrap' | 'none';
+  readonly localPreallocateWorkspaces?: boolean;
   readonly tokenTtlSeconds: number;
   /** Default jwt (docs/architecture.md D20). */
   readonly tokenFormat?: TokenFormat;
@@ -265,6 +268,7 @@ export function loadBrokerConfig(env: Environment = process.env): BrokerConfig {
       },
     },
     localIsolation: e.LOCAL_ISOLATION,
+    localPreallocateWorkspaces: e.LOCAL_PREALLOCATE_WORKSPACES === 'true',
     tokenTtlSeconds: e.TOKEN_TTL_SECONDS,
     tokenFormat: e.TOKEN_FORMAT,
     rateLimits: {

@@ -88,6 +88,34 @@ export function assertDiskBudget(input: DiskBudgetInput): DiskVerdict {
   return verdict;
 }
 
+/**
+ * A failure to make a workspace (its state files, `mkfs.ext4` or `fallocate` of its image)
+ * because the data directory's disk is full, as INSUFFICIENT_STORAGE about `what`; undefined
+ * for any other failure, and for an SbxError (already the caller's answer). The budget cannot
+ * see other writers between an admission and the image's creation, nor inodes running out:
+ * without this the create answered a retryable 503 (reliability/disk/host-full.test.ts).
+ */
+export function noSpaceRefusal(err: unknown, what: string): SbxError | undefined {
+  if (err instanceof SbxError || !isNoSpace(err)) return undefined;
+  return new SbxError(
+    'INSUFFICIENT_STORAGE',
+    `not enough disk for ${what}: no space left on the sandbox host's disk`,
+    { cause: err },
+  );
+}
+
+/** ENOSPC or EDQUOT from node's fs, or a tool's "No space left on device", in `err` or its causes. */
+function isNoSpace(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const { code, stderr } = current as { code?: unknown; stderr?: unknown };
+    if (code === 'ENOSPC' || code === 'EDQUOT') return true;
+    if (typeof stderr === 'string' && /No space left on device|Disk quota exceeded/.test(stderr)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 export interface DiskUsage {
   readonly filesystem: FilesystemSpace;
   readonly others: readonly WorkspaceImageUsage[];

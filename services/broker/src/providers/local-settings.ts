@@ -47,6 +47,8 @@ export interface LocalProviderOptions {
   readonly restartPolicy?: Partial<RestartPolicy>;
   /** What the data directory's filesystem keeps free of workspace promises (default: disk-budget.ts). */
   readonly diskReserve?: DiskReserve;
+  /** Workspace images take their whole size on the host when made (workspace-volumes.ts); default sparse. */
+  readonly preallocateWorkspaces?: boolean;
 }
 
 /** The options with every default applied and every probe done. */
@@ -117,7 +119,9 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
         : undefined,
     sandboxUsers,
     cgroups,
-    volumes: sandboxUsers ? detectWorkspaceVolumes() : undefined,
+    volumes: sandboxUsers
+      ? detectWorkspaceVolumes({ preallocate: options.preallocateWorkspaces })
+      : undefined,
     agentCode,
     // The real path only: a symlink to it leads into the hidden tmpfs anyway.
     hiddenPaths,

@@ -27,6 +27,7 @@ const OPENERS: Readonly<Record<BrokerConfig['provider'], Opener>> = {
       dataDir: config.dataDir,
       logger,
       isolation: config.localIsolation,
+      preallocateWorkspaces: config.localPreallocateWorkspaces,
       onAgentExit,
       agentAllowedOrigins: config.http?.corsAllowedOrigins,
       agentIntrospectionUrl: introspectionUrl,

@@ -1,5 +1,5 @@
 import type { SigningKey } from '@sbx/tokens';
-import type { DiskAdmission, DiskBudget } from './disk-budget.js';
+import { noSpaceRefusal, type DiskAdmission, type DiskBudget } from './disk-budget.js';
 import type { LocalSettings } from './local-settings.js';
 import {
   readSandboxRecord,
@@ -22,6 +22,21 @@ const UID_ALLOCATION = '\u0000uids';
  * volume of the tenant's size where the host allows one.
  */
 export async function prepareSandbox(
+  settings: LocalSettings,
+  queue: SerialQueue,
+  base: SandboxRecord,
+  paths: SandboxPaths,
+  key: SigningKey,
+): Promise<SandboxRecord> {
+  try {
+    return await writeSandbox(settings, queue, base, paths, key);
+  } catch (err) {
+    // A full disk is the caller's 507, not the provider's retryable 503 (reliability/disk).
+    throw noSpaceRefusal(err, `the workspace of sandbox ${base.sandboxId}`) ?? err;
+  }
+}
+
+async function writeSandbox(
   settings: LocalSettings,
   queue: SerialQueue,
   base: SandboxRecord,

@@ -13,6 +13,8 @@ interface PrismaKnownError {
 
 interface DriverCause {
   readonly kind: string | undefined;
+  /** Postgres's SQLSTATE, for an error the adapter passed on as `kind: "postgres"`. */
+  readonly sqlState: string | undefined;
   /** The violated index, as adapter-pg reports it. */
   readonly index: string | undefined;
   readonly message: string | undefined;
@@ -48,6 +50,18 @@ const UNAVAILABLE_KINDS = new Set([
 // P1xxx: cannot reach / authenticate / time out; P2024: pool timeout; P2037: too many connections.
 const UNAVAILABLE_CODES = /^(P1\d{3}|P2024|P2037)$/;
 
+// SQLSTATEs of a server going away or not there yet: class 08 (connection exception),
+// 57P01 admin_shutdown (a fast stop ends every session), 57P02 crash_shutdown, 57P03
+// cannot_connect_now (starting up or shutting down), 53300 too_many_connections.
+// Found by reliability/broker-faults/postgres-restart.test.ts: a restart answered 500.
+const UNAVAILABLE_SQLSTATES = /^(08\w{3}|57P0[123]|53300)$/;
+
+// SQLSTATE 53100 disk_full: Postgres (or PGlite, on the broker's data directory) could not
+// extend a file. Nothing was written; the database stays usable and answers again once space
+// is freed, which a retry soon will not bring: 507, as the protocol says for ENOSPC. Found by
+// reliability/disk/host-full.test.ts, where a full disk answered 500 INTERNAL.
+const DISK_FULL_SQLSTATE = '53100';
+
 function asKnown(err: unknown): PrismaKnownError | undefined {
   if (!isRecord(err)) return undefined;
   const code = stringAt(err, 'code');
@@ -60,6 +74,7 @@ function asKnown(err: unknown): PrismaKnownError | undefined {
         ? undefined
         : {
             kind: stringAt(cause, 'kind'),
+            sqlState: stringAt(cause, 'originalCode') ?? stringAt(cause, 'code'),
             index: stringAt(recordAt(cause, 'constraint'), 'index'),
             message: stringAt(cause, 'originalMessage') ?? stringAt(cause, 'message'),
           },
@@ -97,7 +112,8 @@ export interface ConstraintMapping {
 
 /**
  * Maps a database failure to an SbxError: known constraints as given, any
- * other unique violation as CONFLICT, a lost or unreachable database as
+ * other unique violation as CONFLICT, a database out of disk space as
+ * INSUFFICIENT_STORAGE, a lost or unreachable database as
  * BACKEND_UNAVAILABLE, anything else as INTERNAL. The original error is kept
  * as `cause`, for logs only.
  */
@@ -116,9 +132,15 @@ export function toSbxError(err: unknown, action: string, constraints: Constraint
       ...(constraint === undefined ? {} : { details: { constraint } }),
     });
   }
+  if (cause?.sqlState === DISK_FULL_SQLSTATE || isNoSpace(err)) {
+    return new SbxError('INSUFFICIENT_STORAGE', `${action}: the broker's database is out of disk space`, {
+      cause: err,
+    });
+  }
   if (
     (known && UNAVAILABLE_CODES.test(known.code)) ||
     (cause?.kind !== undefined && UNAVAILABLE_KINDS.has(cause.kind)) ||
+    (cause?.sqlState !== undefined && UNAVAILABLE_SQLSTATES.test(cause.sqlState)) ||
     isInitializationError(err) ||
     isConnectionRefused(err)
   ) {
@@ -133,15 +155,26 @@ function isInitializationError(err: unknown): boolean {
   return isRecord(err) && err['name'] === 'PrismaClientInitializationError';
 }
 
-function isConnectionRefused(err: unknown): boolean {
+/** Whether `err` or one of its causes carries one of `codes` (a Node system error's `code`). */
+function hasCauseCode(err: unknown, codes: ReadonlySet<string>): boolean {
   let current: unknown = err;
   for (let depth = 0; depth < 5 && isRecord(current); depth++) {
     const code = stringAt(current, 'code');
-    if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'ENOTFOUND')
-      return true;
+    if (code !== undefined && codes.has(code)) return true;
     current = current.cause;
   }
   return false;
+}
+
+const CONNECTION_LOST = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND']);
+function isConnectionRefused(err: unknown): boolean {
+  return hasCauseCode(err, CONNECTION_LOST);
+}
+
+// The embedded database's own files (its lock, its directory) on a full disk or over a quota.
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+function isNoSpace(err: unknown): boolean {
+  return hasCauseCode(err, NO_SPACE);
 }
 
 /** Runs `fn`, turning any failure into an SbxError via {@link toSbxError}. */

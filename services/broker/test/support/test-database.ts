@@ -132,7 +132,7 @@ export async function openPgliteTestDatabase(options: OpenOptions = {}): Promise
   return { ...db, url: IN_MEMORY };
 }
 
-async function migratedTemplate(): Promise<Blob> {
+export async function migratedTemplate(): Promise<Blob> {
   const migrations = await readMigrations();
   const key = createHash('sha256')
     .update(createRequire(import.meta.url).resolve('@electric-sql/pglite')) // the pnpm path carries the version

@@ -26,8 +26,13 @@ export function sandboxStarting(): SbxError {
   });
 }
 
-/** A provider failure as the protocol's 503, keeping the provider's own message when it has one. */
+/**
+ * A provider failure as the protocol's 503, keeping the provider's own message when it has one.
+ * A disk that cannot hold the workspace stays 507 INSUFFICIENT_STORAGE: retrying soon does not
+ * help until someone frees space (found by reliability/disk/host-full.test.ts).
+ */
 export function providerFailure(err: unknown): SbxError {
+  if (err instanceof SbxError && err.code === 'INSUFFICIENT_STORAGE') return err;
   const message =
     err instanceof SbxError && err.code === 'PROVIDER_UNAVAILABLE'
       ? err.message
