@@ -87,7 +87,9 @@ interface Held {
     return { status: res.status, text: await res.text() };
   };
   const states = async (ids: readonly string[]) =>
-    (await broker.database.prisma.sandbox.findMany({ where: { id: { in: [...ids] } } })).map((row) => row.state);
+    (await broker.database.prisma.sandbox.findMany({ where: { id: { in: [...ids] } } })).map(
+      (row) => row.state,
+    );
 
   it('keeps heartbeating holders, expires the silent one a lease after its heartbeat', async () => {
     const key = await broker.apiKey({ scopes: ALL_CALLER_SCOPES });

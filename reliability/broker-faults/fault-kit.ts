@@ -14,7 +14,12 @@ import {
   newDataDirOutsideTmp,
   removeDataDir,
 } from '../../services/broker/test/providers/local-provider-kit.js';
-import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from './private-servers.js';
+import {
+  startPrivatePostgres,
+  startPrivateRedis,
+  type PrivatePostgres,
+  type PrivateRedis,
+} from './private-servers.js';
 
 /** SBX_RELIABILITY=long: the suites' long forms (reliability/README.md). */
 export const LONG = process.env['SBX_RELIABILITY'] === 'long';

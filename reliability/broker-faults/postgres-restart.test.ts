@@ -66,7 +66,10 @@ describe('a broker while its Postgres restarts under load', () => {
         await d.postgres.start();
         const backAt = performance.now();
         // Serving again: a full round of every kind of request answered 200, started after the return.
-        await until(() => everyKindOkSince(answers, kinds.length, backAt), 'every request kind to succeed again');
+        await until(
+          () => everyKindOkSince(answers, kinds.length, backAt),
+          'every request kind to succeed again',
+        );
         const down = answers.slice(downFrom).filter((a) => a.startedAt < backAt);
         expect(down.filter((a) => a.status === 503).length).toBeGreaterThan(0);
         const servedAt = firstFullRoundOk(answers, kinds.length, backAt);
@@ -89,7 +92,9 @@ describe('a broker while its Postgres restarts under load', () => {
         answer.status === 503
           ? { code: field(answer.body, 'error', 'code'), retryable: field(answer.body, 'error', 'retryable') }
           : null;
-      expect(refusal).toEqual(answer.status === 503 ? { code: 'BACKEND_UNAVAILABLE', retryable: true } : null);
+      expect(refusal).toEqual(
+        answer.status === 503 ? { code: 'BACKEND_UNAVAILABLE', retryable: true } : null,
+      );
       expect(LEAKS.test(answer.text)).toBe(false);
     }
   });
@@ -107,7 +112,10 @@ function requestKinds(
   let fresh = 0;
   let made = 0;
   return [
-    ['ensure', () => d.call(broker, 'POST', '/v1/sandbox/sessions', { thread_id: threads[0], mode: 'ensure' })],
+    [
+      'ensure',
+      () => d.call(broker, 'POST', '/v1/sandbox/sessions', { thread_id: threads[0], mode: 'ensure' }),
+    ],
     ['get', () => d.call(broker, 'GET', `/v1/sandbox/sessions/${sessions[0]}`)],
     ['heartbeat', () => d.call(broker, 'POST', `/v1/sandbox/sessions/${sessions[1]}/heartbeat`, {})],
     ['refresh', () => d.call(broker, 'POST', `/v1/sandbox/sessions/${sessions[1]}/refresh-token`, {})],

@@ -127,13 +127,10 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
     const started = spawn('redis-server', args, { stdio: 'ignore' });
     child = started;
-    await until(
-      async () => {
-        if (started.exitCode !== null) throw new Error(`redis-server exited with ${started.exitCode}`);
-        return accepts(port);
-      },
-      `redis-server on port ${port}`,
-    );
+    await until(async () => {
+      if (started.exitCode !== null) throw new Error(`redis-server exited with ${started.exitCode}`);
+      return accepts(port);
+    }, `redis-server on port ${port}`);
   };
   const stop = async (): Promise<void> => {
     const running = child;

@@ -6,11 +6,7 @@
 //
 // Bounded: one of each. Long (SBX_RELIABILITY=long): twenty resets at random points.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  BackendUnavailableError,
-  TransportError,
-  type ExecStream,
-} from '../../packages/client/src/index.js';
+import { BackendUnavailableError, TransportError, type ExecStream } from '../../packages/client/src/index.js';
 import { rejectionOf } from '../../packages/client/test/wait-for.js';
 import { fileAppears, LONG, startProxiedSandbox, type ProxiedSandbox } from './network-kit.js';
 
@@ -60,7 +56,9 @@ async function expectEnded(k: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`the program of round ${k} still runs`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  const finished = await net.direct.agent.exec.run({ cmd: `test -e /tmp/finished-${k} && echo yes || echo no` });
+  const finished = await net.direct.agent.exec.run({
+    cmd: `test -e /tmp/finished-${k} && echo yes || echo no`,
+  });
   expect(finished.stdout).toBe('no\n');
 }
 
@@ -86,7 +84,9 @@ describe('exec across a broken network (real agent, TCP proxy)', () => {
         1 + Math.floor(Math.random() * 200_000),
       );
       expect(end).toBeInstanceOf(BackendUnavailableError);
-      expect((end as Error).message).toMatch(/the connection was lost before the program's exit arrived.*the output read is incomplete/);
+      expect((end as Error).message).toMatch(
+        /the connection was lost before the program's exit arrived.*the output read is incomplete/,
+      );
       expect(wait).toBe(end);
       expectPrefix(text);
       await expectEnded(k);

@@ -78,7 +78,9 @@ describe('answers cut off mid-body', () => {
     });
     const failure = await rejectionOf(client.exec.run({ cmd: 'echo once >> log' }), 'exec.run');
     expect(failure).toBeInstanceOf(TransportError);
-    expect(failure.message).toMatch(/^exec: the connection was lost while the answer was read .*reached the server$/);
+    expect(failure.message).toMatch(
+      /^exec: the connection was lost while the answer was read .*reached the server$/,
+    );
     expect(seen.count).toBe(1);
   });
 
@@ -89,7 +91,9 @@ describe('answers cut off mid-body', () => {
     });
     const failure = await rejectionOf(client.exec.run({ cmd: 'echo once >> log' }), 'exec.run');
     expect(failure).toBeInstanceOf(TransportError);
-    expect(failure.message).toMatch(/^exec: the connection failed before the answer came .*may have reached the server and run, so it was not retried$/);
+    expect(failure.message).toMatch(
+      /^exec: the connection failed before the answer came .*may have reached the server and run, so it was not retried$/,
+    );
     expect(seen.count).toBe(1);
   });
 });

@@ -100,7 +100,17 @@ export async function openBrokerAdapters(
           audience: config.oidc.audience,
           jwksUri: config.oidc.jwksUrl,
         });
-  return { logger, clock, monotonic: monotonicNow, database, coordination, provider, agentExits, masterKey, oidc };
+  return {
+    logger,
+    clock,
+    monotonic: monotonicNow,
+    database,
+    coordination,
+    provider,
+    agentExits,
+    masterKey,
+    oidc,
+  };
 }
 
 /** A clock that never jumps: the reaper measures wall-clock jumps against it. */

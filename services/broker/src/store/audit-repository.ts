@@ -44,7 +44,8 @@ function toRecord(event: AuditEvent): AuditEventRecord {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 function scrubbed(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\uFFFD').replaceAll('\u0000', '\uFFFD');
+  if (typeof value === 'string')
+    return value.replace(LONE_SURROGATE, '\uFFFD').replaceAll('\u0000', '\uFFFD');
   if (Array.isArray(value)) return value.map((item: unknown) => scrubbed(item));
   if (typeof value !== 'object' || value === null || value instanceof Date) return value;
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [scrubbed(key), scrubbed(item)]));
