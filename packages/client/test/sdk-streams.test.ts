@@ -39,9 +39,13 @@ afterAll(async () => {
 }, 60_000);
 
 /** Resolves when `check` holds, polling (generous deadline, no fixed sleeps). */
-async function eventually(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -194,19 +198,36 @@ describe('exec.stream', () => {
     sleeper.kill('SIGTERM');
     expect(await sleeper.wait()).toMatchObject({ code: 143, signal: 'SIGTERM' });
 
-    // Each program writes a marker after a pause: the aborted one after 1 s, a control after 3 s.
+    // The aborted program records its pid, then waits for a go file to write its marker; no
+    // clock is involved, so a loaded machine cannot make an abort that worked look late.
     const abort = new AbortController();
     const aborted = await agent.exec.stream(
-      { cmd: 'sleep 1; echo alive > aborted.txt' },
+      { cmd: 'echo $$ > aborted.pid; while [ ! -e go ]; do sleep 0.05; done; echo alive > aborted.txt' },
       { signal: abort.signal },
     );
-    const control = await agent.exec.stream({ cmd: 'sleep 3; echo alive > control.txt' });
+    await eventually(
+      () =>
+        agent.files.stat('aborted.pid').then(
+          () => true,
+          () => false,
+        ),
+      'the aborted program to start',
+    );
     abort.abort();
     await expect(aborted.wait()).rejects.toMatchObject({ name: 'AbortError' });
+    const probe = 'kill -0 "$(cat aborted.pid)" 2>/dev/null && echo running || echo gone';
+    await eventually(
+      async () => (await agent.exec.run({ cmd: probe })).stdout === 'gone\n',
+      'the aborted program to end',
+    );
+    await agent.files.write('go', '');
+    const control = await agent.exec.stream({
+      cmd: 'while [ ! -e go ]; do sleep 0.05; done; echo alive > control.txt',
+    });
     expect((await control.wait()).code).toBe(0);
     // The programs ran in the workspace (their default cwd): their files are the files API's.
     expect(await agent.files.readText('control.txt')).toBe('alive\n');
-    // Had the aborted program lived on, its marker would be there 2 s before the control's.
+    // The go file that let the control write its marker never reached the aborted program.
     await expect(agent.files.stat('aborted.txt')).rejects.toBeInstanceOf(NotFoundError);
   }, 60_000);
 
