@@ -1,11 +1,26 @@
 import { describe, expect, it } from '@jest/globals';
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { useShellAgent } from './shell-agent.js';
 import { TestSocket } from '../support/ws-client.js';
 import { ShellClient } from './shell-client.js';
+import { pidsWith, uniqueSleep, waitFor } from '../exec/exec-test-kit.js';
 
 const shells = useShellAgent();
+
+/** Whether a process running `marker` is its terminal's foreground job: its group is the terminal's (Linux /proc). */
+function inForeground(marker: string): boolean {
+  return pidsWith(marker).some((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // After "pid (comm) ": state, ppid, pgrp, session, tty_nr, tpgid.
+      const [, , pgrp, , , tpgid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return pgrp !== undefined && pgrp === tpgid;
+    } catch {
+      return false; // it ended while we looked
+    }
+  });
+}
 
 describe('shell endpoint', () => {
   it('refuses a token that grants neither shell nor shell:ro with 1008', async () => {
@@ -43,14 +58,15 @@ describe('shell endpoint', () => {
 
   it('delivers SIGINT to the foreground program, not to the shell', async () => {
     const client = await ShellClient.start(shells.url, shells.agent.token(['shell']));
-    client.type('sleep 100');
-    await client.waitFor('sleep 100');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const sent = Date.now();
+    // A sleep of 900+ s nobody else runs: it cannot end on its own while the test waits.
+    const marker = uniqueSleep();
+    client.type(`sleep ${marker}`);
+    await waitFor(() => inForeground(marker), 30_000, 'the sleep to run as the foreground job');
     client.send({ type: 'signal', signal: 'SIGINT' });
-    client.type('echo after-$((2 + 3))');
-    await client.waitFor(/^after-5$/m, 5000);
-    expect(Date.now() - sent).toBeLessThan(5000);
+    // Read by the shell once the sleep has ended: 130 = 128 + SIGINT says the signal ended it.
+    client.type('echo after-$?');
+    await client.waitFor(/^after-130$/m, 60_000);
+    expect(pidsWith(marker)).toEqual([]);
     client.close();
   });
 
