@@ -3,7 +3,7 @@ import { chownSync, realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
 import { prepareAgentBundle } from '../../services/broker/src/providers/agent-bundle.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
@@ -55,8 +55,16 @@ function listeningUrl(child: ChildProcess): Promise<string> {
  * plain node, as the local provider starts it (its RSS, and with it the cost of every fork,
  * is well below the tsx loader's). `BENCH_AGENT=tsx` measures the source under node's tsx
  * loader instead (never the tsx CLI, which runs the program in a child process).
+ * `BENCH_AGENT_BUNDLE=<dir>` runs a saved copy of the bundle's directory
+ * (`$TMPDIR/sbx-bench-agent-bundle/agent-bundle`) instead: the agent before a change.
  */
 async function agentCommand(): Promise<readonly string[]> {
+  // A copy of an earlier bundle directory, for an A/B of an agent change on one machine and load.
+  const saved = process.env['BENCH_AGENT_BUNDLE'];
+  if (saved !== undefined && saved !== '') {
+    const watch = pathToFileURL(path.join(saved, 'parent-watch.mjs')).href;
+    return ['--import', watch, path.join(saved, 'agent.mjs')];
+  }
   if (process.env['BENCH_AGENT'] === 'tsx') return ['--import', 'tsx', 'services/agent/src/main.ts'];
   const bundle = await prepareAgentBundle(path.join(tmpdir(), 'sbx-bench-agent-bundle'));
   return bundle.hostCommand.args;

@@ -7,15 +7,15 @@ import { atLeast, durationNs, info, median, type Verdict } from '../lib/measure.
 import { startAgentProcess } from './agent-process.js';
 import { startFloorServer } from './floor-process.js';
 
-const FILE_MIB = 256;
-const FILE_BYTES = FILE_MIB * MIB;
+export const FILE_MIB = 256;
+export const FILE_BYTES = FILE_MIB * MIB;
 const RUNS = 7;
 
 /**
  * Incompressible content, written once and synced, so that write-back to disk does not
  * compete with the runs; the page cache then serves floor and agent alike.
  */
-function writeTestFile(file: string): void {
+export function writeTestFile(file: string): void {
   const block = randomBytes(MIB);
   const fd = openSync(file, 'w');
   try {

@@ -1,11 +1,13 @@
 /**
  * The floors' server side, run as its own process so that floor and agent are measured
  * with the same topology (client here, server in another process): a bare HTTP server
- * answering 204, and a raw TCP server that streams the file whose absolute path the
- * client sends as its first line. Prints `{"http":port,"tcp":port}` once listening.
+ * answering 204 (and `GET /file?path=<absolute path>` with the file, as a bare node file
+ * server would: `createReadStream(path).pipe(res)`, defaults throughout), and a raw TCP
+ * server that streams the file whose absolute path the client sends as its first line.
+ * Prints `{"http":port,"tcp":port}` once listening.
  */
-import { createReadStream } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
+import { createReadStream, statSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 
 function portOf(address: AddressInfo | string | null): number {
@@ -26,7 +28,19 @@ function streamRequestedFile(socket: Socket): void {
   socket.on('error', () => socket.destroy());
 }
 
-const http = createHttpServer((_req, res) => {
+function serveFile(file: string, res: ServerResponse): void {
+  res.setHeader('Content-Length', statSync(file).size);
+  res.setHeader('Content-Type', 'application/octet-stream');
+  createReadStream(file).pipe(res);
+}
+
+const http = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
+  const file =
+    req.url?.startsWith('/file?') === true ? new URL(req.url, 'http://x').searchParams.get('path') : null;
+  if (file !== null) {
+    serveFile(file, res);
+    return;
+  }
   res.statusCode = 204;
   res.end();
 });

@@ -6,10 +6,11 @@
  * Each measurement starts its own agent, so there is no shared world.
  */
 import { runMeasurements, runSuite, type Measurement } from '../lib/suite.js';
+import { benchDownloadBusy } from './download-busy.js';
 import { benchDownload } from './download.js';
 import { benchExec } from './exec.js';
 import { benchIdleShells } from './idle-shells.js';
-import { benchPtyThroughput } from './pty-throughput.js';
+import { benchPtyJsonThroughput, benchPtyThroughput } from './pty-throughput.js';
 import { benchTokenVerify } from './token-verify.js';
 import { benchUploadRss } from './upload-rss.js';
 
@@ -17,7 +18,9 @@ const MEASUREMENTS: ReadonlyArray<Measurement<void>> = [
   ['token', benchTokenVerify],
   ['exec', benchExec],
   ['pty', benchPtyThroughput],
+  ['pty-json', benchPtyJsonThroughput],
   ['download', benchDownload],
+  ['download-busy', benchDownloadBusy],
   ['upload', benchUploadRss],
   ['shells', benchIdleShells],
 ];

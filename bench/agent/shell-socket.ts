@@ -8,9 +8,12 @@ interface ServerFrame {
   readonly error?: { readonly message?: string };
 }
 
+export type OutputMode = 'binary' | 'json';
+
 function textOf(data: RawData): string {
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data).toString('utf8');
+  // ws hands text messages over as Buffers: decode in place rather than copy first.
+  return (Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('utf8');
 }
 
 /**
@@ -18,8 +21,10 @@ function textOf(data: RawData): string {
  * instead of keeping them: authenticates and starts a shell, types, waits for the exit.
  */
 export class ShellSocket {
-  /** Decoded stdout bytes received so far. */
+  /** Output bytes received so far (characters of text frames: see the message handler). */
   stdoutBytes = 0;
+  /** Output messages received so far (binary messages or `stdout` frames). */
+  outputFrames = 0;
   exitCode: number | undefined;
   readonly #ws: WebSocket;
   readonly #closed: Promise<void>;
@@ -34,13 +39,18 @@ export class ShellSocket {
       );
       ws.on('message', (data: RawData, isBinary: boolean) => {
         if (isBinary) {
+          this.outputFrames += 1;
           this.stdoutBytes += Array.isArray(data) ? Buffer.concat(data).length : data.byteLength;
           return;
         }
         const frame = JSON.parse(textOf(data)) as ServerFrame;
-        if (frame.type === 'stdout' && frame.data !== undefined)
-          this.stdoutBytes += Buffer.byteLength(frame.data, frame.encoding === 'base64' ? 'base64' : 'utf8');
-        else if (frame.type === 'ready') resolve();
+        if (frame.type === 'stdout' && frame.data !== undefined) {
+          this.outputFrames += 1;
+          // A terminal takes the text as it is; measuring its UTF-8 length would be the bench's
+          // own cost, so text counts in characters (bytes for the ASCII the benchmarks print).
+          this.stdoutBytes +=
+            frame.encoding === 'base64' ? Buffer.byteLength(frame.data, 'base64') : frame.data.length;
+        } else if (frame.type === 'ready') resolve();
         else if (frame.type === 'exit') this.exitCode = frame.code;
         else if (frame.type === 'error') reject(new Error(`shell endpoint: ${frame.error?.message ?? '?'}`));
       });
@@ -49,8 +59,12 @@ export class ShellSocket {
     ws.on('error', () => undefined);
   }
 
-  /** Connects, authenticates and starts a new shell; resolves once it is `ready`. */
-  static async start(wsUrl: string, token: string): Promise<ShellSocket> {
+  /**
+   * Connects, authenticates and starts a new shell; resolves once it is `ready`. `binary`:
+   * raw output as binary messages, what a terminal client (the sbx CLI) asks for; `json`:
+   * the protocol's default `stdout` frames, what a client that sends no `output` gets.
+   */
+  static async start(wsUrl: string, token: string, output: OutputMode = 'binary'): Promise<ShellSocket> {
     const ws = new WebSocket(`${wsUrl}/v1/shell/ws`);
     const socket = new ShellSocket(ws);
     await new Promise<void>((resolve, reject) => {
@@ -58,8 +72,8 @@ export class ShellSocket {
       ws.once('error', reject);
     });
     ws.send(JSON.stringify({ type: 'auth', token }));
-    // Raw output as binary messages: what a terminal client (the sbx CLI) asks for.
-    ws.send(JSON.stringify({ type: 'start', cols: 80, rows: 24, output: 'binary' }));
+    const start = { type: 'start', cols: 80, rows: 24 };
+    ws.send(JSON.stringify(output === 'binary' ? { ...start, output } : start));
     await socket.#ready;
     return socket;
   }

@@ -1,5 +1,4 @@
 import type { BigIntStats } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
 import { SbxError } from '@sbx/protocol';
 import { parseByteRange, type ByteRange } from '../../domain/files/byte-range.js';
@@ -8,11 +7,9 @@ import { describeSpecial } from '../../domain/files/entry-info.js';
 import { etagOf, parseEtagCondition, weakMatch } from '../../domain/files/etag.js';
 import { openRegularFile, type OpenedFile } from '../../domain/files/safe-open.js';
 import type { SandboxPath } from '../../domain/files/sandbox-path.js';
-import type { UsageCounter } from '../../domain/metrics/usage-counters.js';
 import { contentTypeOf } from './content-type.js';
+import { sendFileBody } from './file-body.js';
 import type { FilesDeps } from './files-deps.js';
-
-const DOWNLOAD_CHUNK_BYTES = 1024 * 1024;
 
 /** `If-Range` other than our current ETag (including any date) means: the whole file, fresh. */
 function requestedRange(req: Request, size: number, etag: string): ByteRange | undefined {
@@ -65,24 +62,7 @@ async function sendFile(
     res.end();
     return;
   }
-  await streamRange(res, file, range?.start ?? 0, range?.end ?? size - 1, deps.bytes.out);
-}
-
-/** The read stream owns the handle and closes it, also when the client goes away mid-body. */
-async function streamRange(
-  res: Response,
-  file: OpenedFile,
-  start: number,
-  end: number,
-  sent: UsageCounter,
-): Promise<void> {
-  // Large reads: each chunk costs a read, a promise and a socket write, whatever its size.
-  const body = file.handle.createReadStream({ start, end, highWaterMark: DOWNLOAD_CHUNK_BYTES });
-  // Counted as each chunk goes to the socket: a download cut short counts what it got.
-  body.on('data', (chunk: Buffer | string) => sent.add(chunk.length));
-  await pipeline(body, res).catch((err: unknown) => {
-    if (!res.headersSent) throw err;
-  });
+  await sendFileBody(res, file.handle, range?.start ?? 0, range?.end ?? size - 1, deps.bytes.out);
 }
 
 /**
@@ -111,7 +91,7 @@ export async function serveFile(
   try {
     await sendFile(deps, req, res, file, target);
   } finally {
-    // Closed by the read stream when one was started; otherwise (304, HEAD, 416, empty) here.
-    if (file.handle.fd !== -1) await file.handle.close().catch(() => undefined);
+    // The body has been read (or was never needed: 304, HEAD, 416, empty) by now.
+    await file.handle.close().catch(() => undefined);
   }
 }
