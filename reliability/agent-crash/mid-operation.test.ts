@@ -59,7 +59,8 @@ describeOnPostgres('agent crash in the middle of an operation', () => {
       shell.onData((data) => (output += data.toString('utf8')));
       shell.write(`head -c 1000000 /dev/urandom > shell-${round}.bin && echo written-${round}\n`);
       shell.write(`while :; do echo tick-${round}; sleep 0.1; done\n`);
-      await until(() => output.includes(`tick-${round}`), 'the shell to run');
+      // A line of its own: the terminal echoes the typed loop, `tick-N` included, at once.
+      await until(() => new RegExp(`\ntick-${round}\r?\n`).test(output), 'the shell to run');
       const before = treeHashes(workspace);
       expect(before.has(`shell-${round}.bin`)).toBe(true);
 

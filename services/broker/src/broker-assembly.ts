@@ -122,6 +122,7 @@ export async function assembleBroker(
     hostInstance: presence.instanceId,
     tokenIssuer,
     logger,
+    coordination,
   });
   const service = createSessionService({
     warm,

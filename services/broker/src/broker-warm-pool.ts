@@ -3,6 +3,9 @@
 // template on the default-public network, with the limits of a tenant without a
 // policy of its own (a tenant with other limits or internal-only gets cold starts).
 import type { Logger } from '@sbx/service-kit';
+import type { Coordination } from './adapters/redis/coordination.js';
+import { acquireLeasedLock } from './domain/lifecycle/leased-lock.js';
+import { sandboxLockKey } from './domain/lifecycle/sandbox-lock.js';
 import type { KeyVault } from './domain/keys/key-vault.js';
 import { createWarmPool, WARM_TENANT, type WarmPool } from './domain/pools/warm-pool.js';
 import { limitsOf } from './domain/sessions/session-policy.js';
@@ -25,6 +28,13 @@ export interface WarmPoolSetup {
   readonly hostInstance: string;
   readonly tokenIssuer: string;
   readonly logger: Logger;
+  /** Where sandbox locks are taken (the reconcilers of every instance take them too). */
+  readonly coordination?: Pick<Coordination, 'acquireLock'>;
+}
+
+/** A sandbox's leased lock, as the reconciler takes it. */
+function lockIn(coordination: Pick<Coordination, 'acquireLock'>) {
+  return (sandboxId: string) => acquireLeasedLock(coordination, sandboxLockKey(sandboxId));
 }
 
 export async function openWarmPool(
@@ -54,6 +64,7 @@ export async function openWarmPool(
     limits: limitsOf(defaults),
     tokenIssuer: setup.tokenIssuer,
     logger,
+    ...(setup.coordination === undefined ? {} : { lock: lockIn(setup.coordination) }),
   });
   return { pool: announcingReady(pool, setup, size), repository: setup.repositories.warmPool, size };
 }

@@ -77,12 +77,27 @@ async function nodePtyDir(): Promise<string> {
   return realpath(path.dirname(fromAgent.resolve('node-pty/package.json')));
 }
 
+/**
+ * Copied aside, then moved into place: replicas started together on one data directory
+ * copy at the same time, and two copies into one directory failed with EEXIST ("could not
+ * build the sandbox agent", reliability/load). Their copies are the same files, so when
+ * another one landed first (ENOTEMPTY, EEXIST) it is kept and this one dropped.
+ */
 async function copyNodePty(from: string, bundleDir: string): Promise<void> {
   const to = path.join(bundleDir, 'node_modules', 'node-pty');
-  await rm(to, { recursive: true, force: true });
-  for (const file of NODE_PTY_FILES) {
-    await mkdir(path.dirname(path.join(to, file)), { recursive: true });
-    await cp(path.join(from, file), path.join(to, file), { recursive: true, dereference: true });
+  const temp = `${to}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    for (const file of NODE_PTY_FILES) {
+      await mkdir(path.dirname(path.join(temp, file)), { recursive: true });
+      await cp(path.join(from, file), path.join(temp, file), { recursive: true, dereference: true });
+    }
+    await rm(to, { recursive: true, force: true });
+    await rename(temp, to).catch((err: unknown) => {
+      const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    });
+  } finally {
+    await rm(temp, { recursive: true, force: true });
   }
 }
 

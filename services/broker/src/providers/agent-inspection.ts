@@ -2,6 +2,7 @@
 // its counters since it started and what runs in it (services/agent/src/domain/metrics/usage-counters.ts).
 import { z } from 'zod';
 import { AgentProcess, AgentShell, AgentUsage } from '@sbx/protocol';
+import { getAgentJson } from './agent-get.js';
 import type { AgentReport, Dataplane } from './provider.js';
 
 /** How long the broker waits for an agent's answer; a silent agent reports nothing. */
@@ -32,12 +33,9 @@ export async function inspectAgent(
   if (live?.dataplane === undefined || live.bearer === undefined) return undefined;
   const authorization = `Bearer ${live.bearer()}`;
   try {
-    const response = await fetch(`${live.dataplane.httpBaseUrl}/healthz`, {
-      headers: { authorization },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (response.status !== 200) return undefined;
-    const parsed = HealthReport.safeParse(await response.json());
+    const answer = await getAgentJson(`${live.dataplane.httpBaseUrl}/healthz`, { authorization }, timeoutMs);
+    if (answer.status !== 200) return undefined;
+    const parsed = HealthReport.safeParse(answer.body);
     if (!parsed.success || parsed.data.sandbox_id !== sandboxId) return undefined;
     const { boot_id, usage, activity } = parsed.data;
     return { bootId: boot_id, usage, processes: activity.processes, shells: activity.shells };

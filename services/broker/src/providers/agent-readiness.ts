@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { mintCapabilityToken, type SigningKey } from '@sbx/tokens';
+import { getAgentJson } from './agent-get.js';
 import type { Dataplane } from './provider.js';
 
 /** The agent's JSON log line announcing where it listens (it picks a free port itself). */
@@ -45,12 +46,9 @@ export async function isHealthy(
   // Outside the try: a token that cannot be minted is a broker fault, not an unhealthy agent.
   const authorization = `Bearer ${bearer()}`;
   try {
-    const response = await fetch(`${httpBaseUrl}/healthz`, {
-      headers: { authorization },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (response.status !== 200) return false;
-    const body = Health.safeParse(await response.json());
+    const answer = await getAgentJson(`${httpBaseUrl}/healthz`, { authorization }, timeoutMs);
+    if (answer.status !== 200) return false;
+    const body = Health.safeParse(answer.body);
     return body.success && body.data.sandbox_id === sandboxId;
   } catch {
     return false;

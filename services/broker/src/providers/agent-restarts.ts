@@ -39,6 +39,8 @@ export interface RestartHooks {
   /** Starts the sandbox's agent on its kept workspace (in its queue turn), on `port` when free. */
   readonly restart: (sandboxId: string, port: number | undefined) => Promise<Dataplane>;
   readonly closing: () => boolean;
+  /** Stopped or destroyed through another broker sharing the data dir (ended-mark.ts): not a crash. */
+  readonly endedElsewhere: (sandboxId: string) => Promise<boolean>;
   /** The agent stays down: the provider's status answers `failed` from now on. */
   readonly markFailed: (sandboxId: string) => void;
   /** Milliseconds since the epoch, for the crash window (default Date.now). */
@@ -59,8 +61,22 @@ export class AgentRestarts {
 
   constructor(private readonly hooks: RestartHooks) {}
 
-  /** An agent that served ended unasked: restart it, or give up on a crash loop. */
-  crashed(sandboxId: string, live: LiveAgent, exit: AgentExit): void {
+  /**
+   * An agent that served ended unasked: restart it, or give up on a crash loop. Resolves once
+   * it is decided: a restart pending (or given up on), or none wanted.
+   */
+  async crashed(sandboxId: string, live: LiveAgent, exit: AgentExit): Promise<void> {
+    const { logger } = this.hooks.settings;
+    const ended = await this.hooks.endedElsewhere(sandboxId).catch((err: unknown) => {
+      logger.warn({ sandbox_id: sandboxId, err }, 'could not tell whether another broker ended it');
+      return false;
+    });
+    if (!ended) return this.#crashed(sandboxId, live, exit);
+    this.forget(sandboxId);
+    logger.info({ sandbox_id: sandboxId }, 'sandbox agent ended by another broker: not restarted');
+  }
+
+  #crashed(sandboxId: string, live: LiveAgent, exit: AgentExit): void {
     const port = live.dataplane === undefined ? undefined : Number(new URL(live.dataplane.httpBaseUrl).port);
     const { logger } = this.hooks.settings;
     logger.warn({ sandbox_id: sandboxId, code: exit.code, signal: exit.signal }, 'sandbox agent exited');
@@ -119,6 +135,7 @@ export class AgentRestarts {
       void this.hooks.queue
         .run(sandboxId, async () => {
           if (!current()) return;
+          if (await this.hooks.endedElsewhere(sandboxId).catch(() => false)) return this.forget(sandboxId);
           try {
             const port = crash.port !== undefined && (await portIsFree(crash.port)) ? crash.port : undefined;
             const dataplane = await this.hooks.restart(sandboxId, port);

@@ -15,6 +15,7 @@ import {
 } from './local-settings.js';
 import { sweepSandbox } from './process-sweep.js';
 import { AgentRestarts } from './agent-restarts.js';
+import { clearEnded, markEnded, wasEnded } from './ended-mark.js';
 import { removeUploadLeftovers } from './upload-leftovers.js';
 import {
   assertSandboxId,
@@ -77,6 +78,7 @@ export class LocalProvider implements SandboxProvider {
       settings,
       queue: this.#queue,
       restart: (sandboxId, port) => this.#startKept(sandboxId, { port }),
+      endedElsewhere: (sandboxId) => wasEnded(sandboxPaths(this.#settings.dataDir, sandboxId)),
       closing: () => this.#closing !== undefined,
       markFailed: (sandboxId) => this.#failed.add(sandboxId),
     });
@@ -141,6 +143,7 @@ export class LocalProvider implements SandboxProvider {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       if (!this.#agents.has(sandboxId) && !(await sandboxFilesExist(paths))) throw sandboxNotFound(sandboxId);
       this.#restarts.cancel(sandboxId);
+      await markEnded(paths);
       await this.#end(sandboxId, paths);
     });
   }
@@ -150,6 +153,7 @@ export class LocalProvider implements SandboxProvider {
     await this.#queue.run(sandboxId, async () => {
       const paths = sandboxPaths(this.#settings.dataDir, sandboxId);
       this.#restarts.forget(sandboxId);
+      await markEnded(paths);
       await this.#end(sandboxId, paths);
       await removeSandbox(this.#settings, paths);
     });
@@ -181,17 +185,10 @@ export class LocalProvider implements SandboxProvider {
     return this.#agents.get(sandboxId)?.agent.agentPid;
   }
 
-  revoke(sandboxId: string, revocation: Revocation): Promise<void> {
-    return this.#keys.revoke(sandboxId, revocation);
-  }
-
-  claim(sandboxId: string, claim: WarmClaim): Promise<void> {
-    return this.#keys.claim(sandboxId, claim);
-  }
-
-  rotateKey(sandboxId: string, key: SigningKey): Promise<void> {
-    return this.#keys.rotateKey(sandboxId, key);
-  }
+  // Revocations, claims and key rotations: files the agent watches (sandbox-keys.ts).
+  readonly revoke = (sandboxId: string, revocation: Revocation) => this.#keys.revoke(sandboxId, revocation);
+  readonly claim = (sandboxId: string, claim: WarmClaim) => this.#keys.claim(sandboxId, claim);
+  readonly rotateKey = (sandboxId: string, key: SigningKey) => this.#keys.rotateKey(sandboxId, key);
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
@@ -233,6 +230,7 @@ export class LocalProvider implements SandboxProvider {
     const runAs = this.#settings.sandboxUsers ? record : { ...record, hostUid: undefined };
     if (restart !== undefined)
       await removeUploadLeftovers(paths.workspace, runAs.hostUid, this.#settings.logger, sandboxId);
+    else await clearEnded(paths);
     return this.#launch(runAs, paths, restart?.port);
   }
 
@@ -294,6 +292,6 @@ export class LocalProvider implements SandboxProvider {
     if (this.#agents.get(sandboxId) === live) this.#agents.delete(sandboxId);
     // Ends the provider asked for, and failed starts (reported by the start itself), are no crash.
     if (live.expectedExit || live.dataplane === undefined) return;
-    this.#restarts.crashed(sandboxId, live, exit);
+    void this.#restarts.crashed(sandboxId, live, exit);
   }
 }

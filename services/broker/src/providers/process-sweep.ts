@@ -5,6 +5,50 @@ import type { LocalSettings } from './local-settings.js';
 import type { SandboxCgroups } from './sandbox-cgroups.js';
 import type { SerialQueue } from './serial-queue.js';
 
+/** A process as a sweep sees it: its working directory and its owner, when still readable. */
+interface ProcessEntry {
+  readonly pid: number;
+  readonly cwd: string | undefined;
+  readonly uid: string | undefined;
+}
+
+async function scanProcesses(): Promise<ProcessEntry[]> {
+  const entries = await readdir('/proc').catch((): string[] => []);
+  const pids = entries
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => pid !== process.pid);
+  return Promise.all(
+    pids.map(async (pid) => ({
+      pid,
+      cwd: await readlink(`/proc/${pid}/cwd`).catch(() => undefined),
+      uid: await readFile(`/proc/${pid}/status`, 'utf8')
+        .then((status) => /^Uid:\s+(\d+)/m.exec(status)?.[1])
+        .catch(() => undefined),
+    })),
+  );
+}
+
+/**
+ * A scan of /proc begun after the call, shared by every sweep asking meanwhile. Each
+ * sweep read all of /proc twice on node's four I/O threads, so a burst of releases took
+ * time in the square of the sandboxes: with 730 processes on the host, 30 sweeps at once
+ * took 10 s, 30 releases at once 19 s each (reliability/load). A process started before a
+ * sweep asks is still seen: a scan already running is never joined, only the next one.
+ */
+let nextScan: Promise<ProcessEntry[]> | undefined;
+let scanning: Promise<unknown> = Promise.resolve();
+
+function freshScan(): Promise<ProcessEntry[]> {
+  nextScan ??= scanning.then(() => {
+    nextScan = undefined;
+    const scan = scanProcesses();
+    scanning = scan.catch(() => undefined);
+    return scan;
+  });
+  return nextScan;
+}
+
 /**
  * Kills every process whose working directory is inside `dir` (Linux /proc; a no-op
  * elsewhere). Without bubblewrap a user process outlives a crashed or killed agent;
@@ -13,13 +57,10 @@ import type { SerialQueue } from './serial-queue.js';
  */
 export async function killProcessesWorkingIn(dir: string): Promise<number[]> {
   const root = path.resolve(dir);
-  const pids = await otherPids();
-  const cwds = await Promise.all(pids.map((pid) => readlink(`/proc/${pid}/cwd`).catch(() => undefined)));
-  const inside = pids.filter((_pid, i) => {
-    const cwd = cwds[i];
-    return cwd !== undefined && (cwd === root || cwd.startsWith(`${root}/`));
-  });
-  return killAll(inside);
+  const inside = (await freshScan()).filter(
+    ({ cwd }) => cwd !== undefined && (cwd === root || cwd.startsWith(`${root}/`)),
+  );
+  return killAll(inside.map(({ pid }) => pid));
 }
 
 /**
@@ -27,23 +68,8 @@ export async function killProcessesWorkingIn(dir: string): Promise<number[]> {
  * the sandbox's pid namespace; without it, this is what ends a double-forked escapee.
  */
 export async function killProcessesOf(uid: number): Promise<number[]> {
-  const pids = await otherPids();
-  const owners = await Promise.all(
-    pids.map((pid) =>
-      readFile(`/proc/${pid}/status`, 'utf8')
-        .then((status) => /^Uid:\s+(\d+)/m.exec(status)?.[1])
-        .catch(() => undefined),
-    ),
-  );
-  return killAll(pids.filter((_pid, i) => owners[i] === String(uid)));
-}
-
-async function otherPids(): Promise<number[]> {
-  const entries = await readdir('/proc').catch((): string[] => []);
-  return entries
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => pid !== process.pid);
+  const owned = (await freshScan()).filter((entry) => entry.uid === String(uid));
+  return killAll(owned.map(({ pid }) => pid));
 }
 
 function killAll(pids: readonly number[]): number[] {

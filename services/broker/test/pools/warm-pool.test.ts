@@ -142,6 +142,48 @@ describeEachBackend('warm pool (fake provider)', (backend) => {
     for (const id of mine) expect(await broker.provider.status(id)).toBe('running');
   });
 
+  // Found by reliability/load/ensure-race.test.ts: a warm sandbox has no row while it is made,
+  // and the reconciler destroyed it as an orphan; its row was written all the same, and an
+  // ensure then claimed a sandbox without an agent.
+  it('leaves a warm sandbox being made to its pool while the reconciler sweeps', async () => {
+    await full();
+    const key = await broker.apiKey({ scopes: ['write:sandbox'] });
+    const creates = broker.provider.calls('create').length;
+    const release = broker.provider.hold('create');
+    let making = '';
+    let report: Awaited<ReturnType<typeof reconcileAtStartup>> | undefined;
+    try {
+      await ensure(key); // claims one: the refill's create is held
+      await until(() => broker.provider.calls('create').length > creates, 'the refill to make one', 20);
+      making = broker.provider.calls('create').at(-1)!;
+      const sweeping = reconcileAtStartup({
+        repository: new ReaperRepository(broker.database.prisma),
+        provider: broker.provider,
+        coordination: broker.coordination,
+        clock: Date.now,
+        logger: createLogger({ service: 'warm-pool-test', level: 'silent' }),
+        presence: { instanceId: 'brk_this_test', isAlive: async () => true },
+        warm: broker.repositories.warmPool,
+      });
+      let ended = false;
+      void sweeping.finally(() => (ended = true)).catch(() => undefined);
+      // Either the sweep ends, or it waits to destroy the sandbox behind its held create.
+      await until(
+        () => ended || broker.provider.calls('destroy').includes(making),
+        'the sweep to end or to destroy the sandbox being made',
+        20,
+      );
+      release();
+      report = await sweeping;
+    } finally {
+      release();
+    }
+    expect(report.orphansDestroyed).toEqual([]);
+    await full();
+    expect((await warmIds()).has(making)).toBe(true);
+    for (const id of await warmIds()) expect(await broker.provider.status(id)).toBe('running');
+  });
+
   it('destroys its warm sandboxes when the broker shuts down', async () => {
     // Instances share their coordination store (Redis in production): each sees the other alive.
     const other = await broker.instance({ warmPoolSize: 2, coordination: broker.coordination });

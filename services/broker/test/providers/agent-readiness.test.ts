@@ -1,6 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createVerifier, SigningKey } from '@sbx/tokens';
-import { isHealthy, readinessToken, waitUntilHealthy } from '../../src/providers/agent-readiness.js';
+import { inspectAgent } from '../../src/providers/agent-inspection.js';
+import {
+  dataplaneOf,
+  isHealthy,
+  readinessToken,
+  waitUntilHealthy,
+} from '../../src/providers/agent-readiness.js';
 import { startTestAgent, TEST_ISSUER, type TestAgent } from '../../../agent/test/support/agent-harness.js';
 
 /** Two real agents (services/agent, on port 0), each with its own sandbox id and key. */
@@ -67,5 +75,32 @@ describe('agent readiness against real agents', () => {
       waitUntilHealthy(other.httpUrl, mine.ctx.sandboxId, Date.now() + 300, () => false, counting),
     ).rejects.toThrow(/did not pass its health check in time/);
     expect(minted).toBeGreaterThan(1);
+  });
+
+  // Found by reliability/load: fetch's global dispatcher (undici) keeps a connection pool per
+  // origin for the life of the process, and each agent is an origin of its own (its port):
+  // the broker's heap grew by ~25 KiB per sandbox it ever probed. Probes use node:http.
+  it('probes and inspects agents without the global fetch', async () => {
+    const probe = jest.spyOn(globalThis, 'fetch');
+    try {
+      expect(await isHealthy(mine.httpUrl, mine.ctx.sandboxId, 1000, tokenOf(mine))).toBe(true);
+      const live = { dataplane: dataplaneOf(mine.httpUrl, '/workspace'), bearer: tokenOf(mine) };
+      expect((await inspectAgent(mine.ctx.sandboxId, live))?.bootId).toEqual(expect.any(String));
+      expect(probe).not.toHaveBeenCalled();
+    } finally {
+      probe.mockRestore();
+    }
+  });
+
+  it('is not healthy when nothing answers within the timeout', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      expect(await isHealthy(`http://127.0.0.1:${port}`, mine.ctx.sandboxId, 200, tokenOf(mine))).toBe(false);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });

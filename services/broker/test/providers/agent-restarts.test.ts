@@ -34,6 +34,8 @@ interface Harness {
   /** What the next restarts do, in order; the last one repeats. */
   outcomes: ('ok' | 'fail' | 'lost')[];
   clock: number;
+  /** Another broker stopped or destroyed the sandbox (its ended mark). */
+  endedElsewhere: boolean;
   live(port: number): LiveAgent;
 }
 
@@ -47,6 +49,7 @@ function harness(policy: Partial<typeof DEFAULT_RESTART_POLICY> = {}): Harness {
     failed,
     outcomes: ['ok'],
     clock: 1_000_000,
+    endedElsewhere: false,
     restarts: undefined as unknown as AgentRestarts,
     live: (port) => ({
       agent: {} as AgentProcess,
@@ -78,6 +81,7 @@ function harness(policy: Partial<typeof DEFAULT_RESTART_POLICY> = {}): Harness {
       return Promise.resolve(dataplaneAt(port ?? 1));
     },
     closing: () => false,
+    endedElsewhere: () => Promise.resolve(state.endedElsewhere),
     markFailed: (id) => failed.add(id),
     now: () => state.clock,
   });
@@ -110,7 +114,7 @@ describe('agent restarts', () => {
     const h = harness({ maxCrashes: 10 });
     const port = await freePort();
     for (let crash = 1; crash <= 4; crash++) {
-      h.restarts.crashed('sb_restart', h.live(port), KILLED);
+      await h.restarts.crashed('sb_restart', h.live(port), KILLED);
       expect(h.restarts.pending('sb_restart')).toBe(true);
       await until(() => h.reports.length === crash * 2, `restart ${crash}`);
     }
@@ -130,14 +134,14 @@ describe('agent restarts', () => {
 
   it('gives up once after maxCrashes within the window, and forgets crashes older than it', async () => {
     const h = harness({ maxCrashes: 3, windowMs: 60_000 });
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     await until(() => h.reports.length === 2, 'the first restart');
     h.clock += 61_000; // the first crash is out of the window now
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     await until(() => h.reports.length === 4, 'the second restart');
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     await until(() => h.reports.length === 6, 'the third restart');
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     expect(h.reports.at(-1)).toEqual({ kind: 'gave_up', crashes: 3, windowMs: 60_000 });
     expect(kinds(h.reports).slice(2)).toEqual([
       'restarting 1 0',
@@ -153,14 +157,14 @@ describe('agent restarts', () => {
   it('counts a failed restart as a crash, and gives up at once when the workspace is gone', async () => {
     const failing = harness({ maxCrashes: 3 });
     failing.outcomes = ['fail'];
-    failing.restarts.crashed('sb_restart', failing.live(1), KILLED);
+    await failing.restarts.crashed('sb_restart', failing.live(1), KILLED);
     await until(() => failing.reports.some((r) => r.kind === 'gave_up'), 'giving up');
     expect(kinds(failing.reports)).toEqual(['restarting 1 0', 'restarting 2 10', 'gave_up 3']);
     expect(failing.reports.at(-1)).toMatchObject({ error: 'did not start' });
 
     const lost = harness();
     lost.outcomes = ['lost'];
-    lost.restarts.crashed('sb_restart', lost.live(1), KILLED);
+    await lost.restarts.crashed('sb_restart', lost.live(1), KILLED);
     await until(() => lost.reports.length === 2, 'giving up');
     expect(lost.reports).toEqual([
       { kind: 'restarting', crashes: 1, delayMs: 0 },
@@ -175,9 +179,9 @@ describe('agent restarts', () => {
 
   it('never runs a cancelled restart', async () => {
     const h = harness({ backoffMs: 60_000, maxBackoffMs: 60_000, maxCrashes: 10 });
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     await until(() => h.reports.length === 2, 'the first restart');
-    h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
     expect(h.restarts.cancelAll()).toEqual(['sb_restart']);
     expect(h.restarts.pending('sb_restart')).toBe(false);
     expect(h.restartCalls).toHaveLength(1);
@@ -189,8 +193,29 @@ describe('agent restarts', () => {
     const port = (taken.address() as { port: number }).port;
     expect(await portIsFree(port)).toBe(false);
     const h = harness();
-    h.restarts.crashed('sb_restart', h.live(port), KILLED);
+    await h.restarts.crashed('sb_restart', h.live(port), KILLED);
     await until(() => h.reports.length === 2, 'the restart');
     expect(h.restartCalls).toEqual([undefined]);
+  });
+
+  it('restarts nothing another broker stopped or destroyed, before or during the backoff', async () => {
+    const h = harness({ backoffMs: 50, maxBackoffMs: 50, maxCrashes: 10 });
+    h.endedElsewhere = true;
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    expect({ pending: h.restarts.pending('sb_restart'), reports: h.reports }).toEqual({
+      pending: false,
+      reports: [],
+    });
+
+    h.endedElsewhere = false;
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    await until(() => h.reports.length === 2, 'the first restart');
+    await h.restarts.crashed('sb_restart', h.live(1), KILLED);
+    h.endedElsewhere = true; // ended while the second restart waits for its delay
+    await until(() => !h.restarts.pending('sb_restart'), 'the waiting restart dropped');
+    expect({ calls: h.restartCalls.length, reports: kinds(h.reports) }).toEqual({
+      calls: 1,
+      reports: ['restarting 1 0', 'restarted 1', 'restarting 2 50'],
+    });
   });
 });

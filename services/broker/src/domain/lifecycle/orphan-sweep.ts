@@ -1,6 +1,7 @@
 // The reconciler's other direction (docs/lifecycle.md, "Reconciler"): sandboxes
 // the provider holds that the database does not account for. A row is always
-// written before the provider is asked to create, so a sandbox without one was
+// written before the provider is asked to create (a warm sandbox's once made, under its
+// lock, which the sweep takes too), so a sandbox without one was
 // left by a database that was reset or a row deleted by hand; one whose row is
 // `terminated` lost its destroy (a crash, a provider outage). Both hold
 // resources nobody would ever release: they are destroyed. `failed` ones are
@@ -60,6 +61,12 @@ async function warmOfLiveHosts(deps: OrphanSweepDeps): Promise<Set<string>> {
   return live;
 }
 
+async function stillOrphaned(deps: OrphanSweepDeps, id: string): Promise<boolean> {
+  const state = (await deps.repository.statesOf([id])).get(id);
+  if (state !== undefined) return ORPHAN_ROW_STATES.has(state);
+  return !(await warmOfLiveHosts(deps)).has(id);
+}
+
 export async function sweepOrphans(deps: OrphanSweepDeps): Promise<OrphanSweepReport> {
   const held = await withDeadline(deps.provider.list(), deps.providerTimeoutMs, 'provider list');
   const warm = await warmOfLiveHosts(deps);
@@ -74,6 +81,9 @@ export async function sweepOrphans(deps: OrphanSweepDeps): Promise<OrphanSweepRe
     const lock = await acquireLeasedLock(deps.coordination, sandboxLockKey(id)).catch(() => null);
     if (lock === null) return;
     try {
+      // Read again under the lock: a warm sandbox gets its row once made, under this lock
+      // (warm-pool.ts), maybe since the states above were read.
+      if (!(await stillOrphaned(deps, id))) return;
       await withDeadline(deps.provider.destroy(id), deps.providerTimeoutMs, 'provider destroy');
       destroyed.push(id);
       deps.logger.warn(

@@ -34,6 +34,15 @@ export interface WarmPoolDeps {
    */
   readonly refillDelayMs?: number;
   readonly refillMaxDelayMs?: number;
+  /**
+   * The sandbox's lock, held from before it is made until its row is written: a warm
+   * sandbox has no row while it is made, and the reconciler of every broker on the provider
+   * destroys what has none unless it can take this lock (orphan-sweep.ts). Without it the
+   * reconcilers destroyed sandboxes being made, whose rows were written all the same, and
+   * ensures claimed them: sandboxes without an agent (reliability/load/ensure-race.test.ts).
+   * Null: held elsewhere, which a new id never is.
+   */
+  readonly lock?: (sandboxId: string) => Promise<{ release(): Promise<unknown> } | null>;
 }
 
 export interface WarmPool {
@@ -55,6 +64,16 @@ export function createWarmPool(deps: WarmPoolDeps): WarmPool {
 
   const makeOne = async (): Promise<void> => {
     const id = newSandboxId();
+    // Coordination unreachable: made without the lock, as before there was one.
+    const lock = await deps.lock?.(id).catch(() => null);
+    try {
+      await makeWarm(id);
+    } finally {
+      await lock?.release().catch(() => false);
+    }
+  };
+
+  const makeWarm = async (id: string): Promise<void> => {
     const key = SigningKey.generate();
     const network = deps.kind.environment === 'internal_only' ? 'off' : 'on';
     const up = await deps.provider.create({

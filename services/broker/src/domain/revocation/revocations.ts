@@ -40,10 +40,26 @@ export interface RevocationDeps {
   readonly announceRotation?: ((sandboxId: string) => Promise<void>) | undefined;
 }
 
-/** A sandbox that is gone has no agent left to refuse anything: nothing to tell. */
-function goneIsDone(err: unknown): void {
-  if (err instanceof SbxError && err.code === 'SANDBOX_NOT_FOUND') return;
-  throw err;
+/**
+ * Tells the sandbox's agent. A sandbox that is gone has no agent left to refuse anything:
+ * nothing to tell; nor has one that ended meanwhile. Releases of one sandbox's
+ * bindings race: the last one terminates the sandbox and its destroy removes the revocation
+ * list's directory while an earlier one, already released, is still writing there (a 503
+ * for a release that happened, reliability/load/ensure-race.test.ts). A terminated sandbox's
+ * agent is being destroyed: it has nothing left to refuse.
+ */
+async function tell(
+  { store, provider }: Pick<RevocationDeps, 'store' | 'provider'>,
+  sandboxId: string,
+  revocation: Revocation,
+): Promise<void> {
+  try {
+    await provider.revoke(sandboxId, revocation);
+  } catch (err) {
+    if (err instanceof SbxError && err.code === 'SANDBOX_NOT_FOUND') return;
+    const sandbox = await store.findSandbox(sandboxId);
+    if (sandbox !== null && sandbox.state !== 'terminated') throw err;
+  }
 }
 
 /** Marks `tokens` revoked and puts them on their sandboxes' revocation lists; the sandbox ids told. */
@@ -60,7 +76,7 @@ async function revokeTokens(
     bySandbox.set(token.audience, list);
   }
   await Promise.all(
-    [...bySandbox].map(([sandboxId, jtis]) => provider.revoke(sandboxId, { jtis }).catch(goneIsDone)),
+    [...bySandbox].map(([sandboxId, jtis]) => tell({ store, provider }, sandboxId, { jtis })),
   );
   return [...bySandbox.keys()];
 }
