@@ -29,4 +29,13 @@ describe('output frame buffers', () => {
     const large = buffers.copy(Buffer.alloc(300, 'y'));
     expect(large.frame.toString()).toBe('y'.repeat(300));
   });
+
+  it('reuses buffers for frames whose sizes differ by a few bytes (JSON text with escapes)', () => {
+    const buffers = new FrameBuffers();
+    const first = buffers.copy(Buffer.alloc(65_600, 'a'));
+    first.written();
+    const second = buffers.copy(Buffer.alloc(65_700, 'b'));
+    expect(second.frame.buffer).toBe(first.frame.buffer);
+    expect(second.frame.toString()).toBe('b'.repeat(65_700));
+  });
 });

@@ -8,6 +8,8 @@ export type ShellExit = PtyExit;
 export interface OutputSink {
   /** Bytes handed over but not yet written to the network: the flow-control signal. */
   readonly bufferedAmount: number;
+  /** The largest frame this sink wants, when smaller than the shell's frame limit. */
+  readonly frameBytes?: number;
   /** `data` is a view into the scrollback, valid only during the call. */
   sendOutput(data: Buffer, onWritten: () => void): void;
   /** The last call: every byte has been sent before it. */
@@ -54,9 +56,10 @@ export class ShellViewer {
    */
   pump(ring: ByteRing, exit: ShellExit | undefined, limits: PumpLimits, onWritten: () => void): void {
     if (this.#finished) return;
+    const frameBytes = Math.min(limits.frameBytes, this.sink.frameBytes ?? limits.frameBytes);
     while (this.#cursor < ring.end && this.sink.bufferedAmount < limits.socketHighWaterBytes) {
       if (this.#cursor < ring.start) this.#cursor = firstWholeCharacter(ring);
-      const bytes = ring.read(this.#cursor, limits.frameBytes);
+      const bytes = ring.read(this.#cursor, frameBytes);
       const last = exit !== undefined && this.#cursor + bytes.length === ring.end;
       // A character cut off at the newest byte waits for the rest of it (or for the exit).
       const length = last ? bytes.length : completeUtf8Length(bytes);

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { WebSocket, RawData } from 'ws';
 import {
   hasScope,
@@ -14,6 +15,7 @@ import {
 import { TokenError, type VerifiedCapability } from '@sbx/tokens';
 import type { WsHubOptions } from './ws-hub.js';
 import { legacyRejection } from './close-reasons.js';
+import { tickCorker } from './tick-corker.js';
 import type { EndpointFrame, EndpointHandler, WsRoute, WsSession } from './ws-session.js';
 
 type Phase = 'awaiting_auth' | 'open' | 'closed';
@@ -35,13 +37,18 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
   #alive = true;
   /** Frames that arrived while a token was with the broker (opaque tokens, D20), handled in order after. */
   #queue: Promise<void> | undefined;
+  readonly #cork: () => void;
 
+  /** `stream`: the upgraded HTTP connection that `socket` writes to. */
   constructor(
     readonly socket: WebSocket,
     private readonly route: WsRoute<E>,
     readonly url: URL,
     private readonly options: WsHubOptions,
-  ) {}
+    stream: Duplex,
+  ) {
+    this.#cork = tickCorker(stream);
+  }
 
   get capability(): VerifiedCapability {
     if (this.#capability === undefined) throw new SbxError('INTERNAL', 'session used before authentication');
@@ -87,6 +94,10 @@ export class WsConnection<E extends WsEndpoint> implements WsSession<E> {
       return;
     }
     this.socket.send(JSON.stringify(frame), onWritten);
+  }
+
+  coalesceWrites(): void {
+    this.#cork();
   }
 
   sendError(error: SbxError): void {

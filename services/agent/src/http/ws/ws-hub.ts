@@ -92,7 +92,7 @@ export function attachWebSockets(server: Server, routes: readonly WsRoute[], opt
         return;
       }
       refusedInBurst = false;
-      const connection = new WsConnection(ws, route, url, options);
+      const connection = new WsConnection(ws, route, url, options, socket);
       live.add(connection);
       const bytes = new SocketBytes(socket, options.metrics);
       counted.set(connection, bytes);

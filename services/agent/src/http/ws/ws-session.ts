@@ -22,6 +22,11 @@ export interface WsSession<E extends WsEndpoint> {
   /** Sends a frame; `onWritten` runs once it has left for the socket (or failed). */
   send(frame: ServerFrameFor<E>, onWritten?: (err?: Error) => void): void;
   sendError(error: SbxError): void;
+  /**
+   * Holds what is sent until the end of this tick and then writes it to the network at once
+   * (one writev instead of one per frame, and one wake-up of the peer).
+   */
+  coalesceWrites(): void;
   close(code: number, reason: string): void;
   /** The raw socket, for endpoints that stream binary-safe data through frames. */
   readonly socket: WebSocket;
