@@ -42,6 +42,7 @@ import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
 import { admitWorkspace, prepareSandbox, removeSandbox } from './sandbox-preparation.js';
 import { SandboxKeys } from './sandbox-keys.js';
 import { SerialQueue } from './serial-queue.js';
+import { StartGate } from './start-gate.js';
 import { DiskBudget } from './disk-budget.js';
 
 export type { LocalProviderOptions } from './local-settings.js';
@@ -60,6 +61,7 @@ export class LocalProvider implements SandboxProvider {
   /** Sandboxes whose agent failed to start, or crashed until given up on, since their last good start. */
   readonly #failed = new Set<string>();
   readonly #queue = new SerialQueue();
+  readonly #starts: StartGate;
   /** Crashed agents are started again on their workspace (agent-restarts.ts). */
   readonly #restarts: AgentRestarts;
   /** Workspace images promise their size: never more than the disk holds (disk-budget.ts). */
@@ -70,6 +72,7 @@ export class LocalProvider implements SandboxProvider {
 
   private constructor(settings: LocalSettings) {
     this.#settings = settings;
+    this.#starts = new StartGate(settings.concurrentStarts);
     this.isolation = settings.isolation;
     this.#disk =
       settings.volumes === undefined ? undefined : new DiskBudget(settings.dataDir, settings.diskReserve);
@@ -114,7 +117,8 @@ export class LocalProvider implements SandboxProvider {
       try {
         const record = await prepareSandbox(this.#settings, this.#queue, base, paths, spec.signingKey);
         admission?.release();
-        return { providerRef: `local:${spec.sandboxId}`, dataplane: await this.#launch(record, paths) };
+        const dataplane = await this.#starts.run(() => this.#launch(record, paths));
+        return { providerRef: `local:${spec.sandboxId}`, dataplane };
       } catch (err) {
         admission?.release();
         // A sandbox that never came up leaves nothing behind.
@@ -185,7 +189,6 @@ export class LocalProvider implements SandboxProvider {
     return this.#agents.get(sandboxId)?.agent.agentPid;
   }
 
-  // Revocations, claims and key rotations: files the agent watches (sandbox-keys.ts).
   readonly revoke = (sandboxId: string, revocation: Revocation) => this.#keys.revoke(sandboxId, revocation);
   readonly claim = (sandboxId: string, claim: WarmClaim) => this.#keys.claim(sandboxId, claim);
   readonly rotateKey = (sandboxId: string, key: SigningKey) => this.#keys.rotateKey(sandboxId, key);
@@ -231,7 +234,7 @@ export class LocalProvider implements SandboxProvider {
     if (restart !== undefined)
       await removeUploadLeftovers(paths.workspace, runAs.hostUid, this.#settings.logger, sandboxId);
     else await clearEnded(paths);
-    return this.#launch(runAs, paths, restart?.port);
+    return this.#starts.run(() => this.#launch(runAs, paths, restart?.port));
   }
 
   async #launch(record: SandboxRecord, paths: SandboxPaths, port?: number): Promise<Dataplane> {

@@ -15,6 +15,7 @@ import { detectCgroups, type SandboxCgroups } from './sandbox-cgroups.js';
 import { PROBE_UID } from './sandbox-users.js';
 import { detectWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volumes.js';
 import { providerUnavailable, type AgentExitListener } from './provider.js';
+import { defaultConcurrentStarts } from './start-gate.js';
 
 export interface LocalProviderOptions {
   /** Workspaces, keys and the agent bundle live here; hidden from user processes under bubblewrap. */
@@ -29,8 +30,10 @@ export interface LocalProviderOptions {
   readonly agentCommand?: AgentCommand;
   /** More host paths to hide from user processes (configuration, other secrets). */
   readonly hiddenPaths?: readonly string[];
-  /** Until the agent announces its port and passes `/healthz` (default 15 s). */
+  /** Until the agent announces its port and passes `/healthz` (default 15 s), from its spawn. */
   readonly startTimeoutMs?: number;
+  /** Agents started at once; more wait their turn (start-gate.ts; default two per core). */
+  readonly concurrentStarts?: number;
   /** Between SIGTERM and SIGKILL when stopping an agent (default 5 s). */
   readonly stopGraceMs?: number;
   readonly agentLogLevel?: string;
@@ -72,6 +75,7 @@ export interface LocalSettings {
 
   readonly hiddenPaths: readonly string[];
   readonly startTimeoutMs: number;
+  readonly concurrentStarts: number;
   readonly stopGraceMs: number;
   readonly agentLogLevel: string;
   readonly agentAllowedOrigins: readonly string[];
@@ -126,6 +130,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     // The real path only: a symlink to it leads into the hidden tmpfs anyway.
     hiddenPaths,
     startTimeoutMs: options.startTimeoutMs ?? 15_000,
+    concurrentStarts: options.concurrentStarts ?? defaultConcurrentStarts(),
     stopGraceMs: options.stopGraceMs ?? 5000,
     agentLogLevel: options.agentLogLevel ?? 'info',
     agentAllowedOrigins: options.agentAllowedOrigins ?? [],
