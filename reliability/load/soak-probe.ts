@@ -55,9 +55,10 @@ export async function sample(
   const warm = new Set((await db.prisma.warmSandbox.findMany({ select: { id: true } })).map((row) => row.id));
   const known = new Set((await db.prisma.sandbox.findMany({ select: { id: true } })).map((row) => row.id));
   const agents = agentsOf(brokerPid);
-  const mounts = mountsUnder(`${target.dataDir}/workspaces`, brokerPid).map((m) =>
-    m.slice(m.lastIndexOf('/') + 1),
-  );
+  // Below the workspaces directory: it is a bind of itself while volumes are mounted (shared-parent.ts).
+  const mounts = mountsUnder(`${target.dataDir}/workspaces`, brokerPid)
+    .filter((m) => m !== `${target.dataDir}/workspaces`)
+    .map((m) => m.slice(m.lastIndexOf('/') + 1));
   const cgroups = [...sandboxesWithCgroups(sandboxCgroupParents(brokerPid))].filter((id) => known.has(id));
   const retentionEnd = new Date(Date.now() - target.retentionMs);
   const [liveRows, terminatedRows, pastRetention, liveBindings, bindings, tokens, audit] = await Promise.all([

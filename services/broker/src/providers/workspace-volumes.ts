@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, open, readFile, rmdir, stat } from 'node:fs/promises';
+import { chmod, open, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { noSpaceRefusal } from './disk-budget.js';
+import { mountPoints, withWorkspacesDir } from './shared-parent.js';
 
 const run = promisify(execFile);
 const MKFS = '/usr/sbin/mkfs.ext4';
@@ -69,9 +70,7 @@ function loopVolumes(preallocate: boolean): WorkspaceVolumes {
       if (preallocate) await reserveImage(image, (await stat(image)).size);
       await mountImage(image, workspace);
     },
-    async unmount(workspace) {
-      if (await isMountPoint(workspace)) await run('umount', [workspace], { timeout: MOUNT_TIMEOUT_MS });
-    },
+    unmount: unmountWorkspace,
   };
 }
 
@@ -85,12 +84,20 @@ function reserveImage(image: string, bytes: number): Promise<unknown> {
 }
 
 function mountImage(image: string, workspace: string): Promise<unknown> {
-  return run('mount', ['-o', 'loop,nosuid,nodev', image, workspace], { timeout: MOUNT_TIMEOUT_MS });
+  return withWorkspacesDir(path.dirname(workspace), async (parent) => {
+    await parent.share();
+    await run('mount', ['-o', 'loop,nosuid,nodev', image, workspace], { timeout: MOUNT_TIMEOUT_MS });
+  });
 }
 
-/** Whether `dir` is a mount point, from the kernel's own table (paths there escape spaces as \040). */
+async function unmountWorkspace(workspace: string): Promise<void> {
+  await withWorkspacesDir(path.dirname(workspace), async (parent) => {
+    if (await isMountPoint(workspace)) await run('umount', [workspace], { timeout: MOUNT_TIMEOUT_MS });
+    await parent.releaseWhenEmpty();
+  });
+}
+
+/** Whether `dir` is a mount point, from the kernel's own table. */
 async function isMountPoint(dir: string): Promise<boolean> {
-  const table = await readFile('/proc/self/mounts', 'utf8').catch(() => '');
-  const target = path.resolve(dir).replaceAll(' ', '\\040');
-  return table.split('\n').some((line) => line.split(' ')[1] === target);
+  return (await mountPoints()).includes(path.resolve(dir));
 }

@@ -35,7 +35,8 @@ export function removeDataDir(dataDir: string): void {
     .split('\n')
     .map((line) => line.split(' ')[1] ?? '')
     .filter((target) => target.startsWith(`${dataDir}/`));
-  for (const target of mounts) execFileSync('umount', ['-l', target]);
+  // Deepest first: the workspaces directory is a mount of itself holding the volumes.
+  for (const target of mounts.toReversed()) execFileSync('umount', ['-l', target]);
   rmSync(dataDir, { recursive: true, force: true });
 }
 
