@@ -16,6 +16,7 @@ import { PROBE_UID } from './sandbox-users.js';
 import { detectWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volumes.js';
 import { providerUnavailable, type AgentExitListener } from './provider.js';
 import { defaultConcurrentStarts } from './start-gate.js';
+import { DEFAULT_UID_CLAIMS_DIR } from './host-uid-claims.js';
 
 export interface LocalProviderOptions {
   /** Workspaces, keys and the agent bundle live here; hidden from user processes under bubblewrap. */
@@ -34,6 +35,8 @@ export interface LocalProviderOptions {
   readonly startTimeoutMs?: number;
   /** Agents started at once; more wait their turn (start-gate.ts; default two per core). */
   readonly concurrentStarts?: number;
+  /** Where a root broker claims its sandboxes' host uids, host-wide (host-uid-claims.ts). */
+  readonly uidClaimsDir?: string;
   /** Between SIGTERM and SIGKILL when stopping an agent (default 5 s). */
   readonly stopGraceMs?: number;
   readonly agentLogLevel?: string;
@@ -76,6 +79,7 @@ export interface LocalSettings {
   readonly hiddenPaths: readonly string[];
   readonly startTimeoutMs: number;
   readonly concurrentStarts: number;
+  readonly uidClaimsDir: string;
   readonly stopGraceMs: number;
   readonly agentLogLevel: string;
   readonly agentAllowedOrigins: readonly string[];
@@ -131,6 +135,7 @@ export async function resolveLocalSettings(options: LocalProviderOptions): Promi
     hiddenPaths,
     startTimeoutMs: options.startTimeoutMs ?? 15_000,
     concurrentStarts: options.concurrentStarts ?? defaultConcurrentStarts(),
+    uidClaimsDir: options.uidClaimsDir ?? DEFAULT_UID_CLAIMS_DIR,
     stopGraceMs: options.stopGraceMs ?? 5000,
     agentLogLevel: options.agentLogLevel ?? 'info',
     agentAllowedOrigins: options.agentAllowedOrigins ?? [],

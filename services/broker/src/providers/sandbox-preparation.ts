@@ -10,7 +10,8 @@ import {
   type SandboxRecord,
 } from './sandbox-layout.js';
 import { DEFAULT_SANDBOX_LIMITS } from './sandbox-limits.js';
-import { pickSandboxUid } from './sandbox-users.js';
+import { claimHostUid, releaseHostUid } from './host-uid-claims.js';
+import { candidateSandboxUids } from './sandbox-users.js';
 import type { SerialQueue } from './serial-queue.js';
 
 /** Allocations of host uids are serialised under this key of the provider's queue. */
@@ -47,8 +48,14 @@ async function writeSandbox(
   const planned = settings.volumes === undefined ? base : { ...base, volume: true };
   const record = settings.sandboxUsers
     ? await queue.run(UID_ALLOCATION, async () => {
-        const withUser = { ...planned, hostUid: pickSandboxUid(await recordedHostUids(settings.dataDir)) };
-        await writeSandboxFiles(paths, withUser, key);
+        const owner = { dataDir: settings.dataDir, sandboxId: base.sandboxId };
+        const taken = await recordedHostUids(settings.dataDir);
+        const hostUid = await claimHostUid(settings.uidClaimsDir, owner, candidateSandboxUids(taken));
+        const withUser = { ...planned, hostUid };
+        await writeSandboxFiles(paths, withUser, key).catch(async (err: unknown) => {
+          await releaseHostUid(settings.uidClaimsDir, hostUid, owner);
+          throw err;
+        });
         return withUser;
       })
     : await writeSandboxFiles(paths, planned, key).then(() => planned);
@@ -74,4 +81,9 @@ export async function removeSandbox(settings: LocalSettings, paths: SandboxPaths
   await settings.volumes?.unmount(paths.workspace);
   const record = await readSandboxRecord(paths).catch(() => undefined);
   await removeSandboxFiles(paths, settings.sandboxUsers ? record?.hostUid : undefined);
+  if (record?.hostUid !== undefined)
+    await releaseHostUid(settings.uidClaimsDir, record.hostUid, {
+      dataDir: settings.dataDir,
+      sandboxId: record.sandboxId,
+    });
 }

@@ -19,3 +19,13 @@ export function pickSandboxUid(taken: ReadonlySet<number>): number {
     if (!taken.has(uid)) return uid;
   }
 }
+
+/** Uids in the range that no recorded sandbox holds, in random order, each once. */
+export function* candidateSandboxUids(taken: ReadonlySet<number>): Generator<number> {
+  const tried = new Set(taken);
+  while (tried.size < SANDBOX_UID_COUNT) {
+    const uid = pickSandboxUid(tried);
+    tried.add(uid);
+    yield uid;
+  }
+}
