@@ -7,6 +7,7 @@
 // /run: a stopped sandbox keeps its uid across reboots.
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 
 export const DEFAULT_UID_CLAIMS_DIR = '/var/lib/sbx/sandbox-uids';
 
@@ -16,6 +17,15 @@ export interface UidOwner {
 }
 
 const OWNER_FILE = 'owner.json';
+const ClaimOwner = z.object({ dataDir: z.string(), sandboxId: z.string() });
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
 
 function isCode(err: unknown, code: string): boolean {
   return typeof err === 'object' && err !== null && 'code' in err && err.code === code;
@@ -52,7 +62,8 @@ export async function releaseHostUid(claimsDir: string, uid: number, owner: UidO
   const claim = path.join(claimsDir, String(uid));
   const text = await readFile(path.join(claim, OWNER_FILE), 'utf8').catch(() => undefined);
   if (text === undefined) return;
-  const holder = JSON.parse(text) as Partial<UidOwner>;
-  if (holder.dataDir === owner.dataDir && holder.sandboxId === owner.sandboxId)
+  // A claim that cannot be read is no one's this broker can prove: kept.
+  const holder = ClaimOwner.safeParse(parseJson(text));
+  if (holder.success && holder.data.dataDir === owner.dataDir && holder.data.sandboxId === owner.sandboxId)
     await rm(claim, { recursive: true, force: true });
 }
