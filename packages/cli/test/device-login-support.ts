@@ -8,9 +8,11 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createOidcVerifier } from '../../../services/broker/src/domain/auth/oidc-verifier.js';
+import { DEFAULT_TENANT_ID } from '../../../services/broker/src/domain/auth/principal.js';
 import { LocalProvider } from '../../../services/broker/src/providers/local-provider.js';
 import { captureLogger } from '../../../services/broker/test/providers/local-provider-kit.js';
 import { startBrokerHarness } from '../../../services/broker/test/support/broker-harness.js';
+import { useSmallWorkspaces } from '../../../services/broker/test/support/small-workspaces.js';
 import {
   openPgliteTestDatabase,
   openPostgresTestDatabase,
@@ -45,6 +47,8 @@ export async function startOidcBroker(): Promise<OidcBroker> {
       jwksUri: issuer.oidc.jwksUri,
     });
     const harness = await startBrokerHarness({ database, provider, oidc, logLevel: 'warn' });
+    // The device issuer's users name no tenant: theirs is the default one (small-workspaces.ts).
+    await useSmallWorkspaces(harness.repositories, DEFAULT_TENANT_ID);
     return {
       url: harness.url,
       issuer,

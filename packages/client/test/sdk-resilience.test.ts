@@ -252,22 +252,30 @@ describe('against a real agent', () => {
   }, 60_000);
 
   it('a follower too slow for the agent gets a TransportError that says what to do', async () => {
-    const started = await agent.exec.start({ cmd: 'yes | head -c 60000000' });
+    // The 60 MB come only once the follower is attached: a process that wrote them all before
+    // the follow reached the agent would leave it its 1 MiB backlog, and no overflow (loaded host).
+    const started = await agent.exec.start({
+      cmd: 'echo following; read -r go; yes | head -c 60000000',
+    });
     const follow = agent.exec.output(started.process_id, { follow: true });
     const chunks = follow[Symbol.asyncIterator]();
-    expect((await chunks.next()).done).toBe(false);
+    // Its first line: the agent has sent the backlog and follows the process from here on.
+    const first = await chunks.next();
+    expect(first.done).toBe(false);
+    expect(first.value).toMatchObject({ stream: 'stdout', data: Buffer.from('following\n') });
+    await agent.exec.stdin(started.process_id, 'go\n');
     // Not reading while the process writes 60 MB: the agent's follow buffer (4 MiB) overflows.
     await exitedProcess(started.process_id);
-    const failure = await rejectionOf(drainIterator(chunks), 'the rest of the output', 60_000);
+    const failure = await rejectionOf(drainIterator(chunks), 'the rest of the output', 120_000);
     expect(failure).toBeInstanceOf(TransportError);
     expect(failure.message).toMatch(/may repeat output already read or miss some/);
     await expect(follow.exit).rejects.toBe(failure);
     await agent.exec.remove(started.process_id);
-  }, 90_000);
+  }, 300_000);
 
-  /** Polls the process until it has exited (generous deadline). */
+  /** Polls the process until it has exited (generous ceiling). */
   async function exitedProcess(processId: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 180_000;
     while ((await agent.exec.get(processId)).status !== 'exited') {
       if (Date.now() > deadline) throw new Error(`process ${processId} is still running`);
       await new Promise((resolve) => setTimeout(resolve, 50));

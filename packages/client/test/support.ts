@@ -11,6 +11,7 @@ import {
   startBrokerHarness,
   type BrokerHarness,
 } from '../../../services/broker/test/support/broker-harness.js';
+import { useSmallWorkspaces } from '../../../services/broker/test/support/small-workspaces.js';
 import {
   openPgliteTestDatabase,
   openPostgresTestDatabase,
@@ -55,6 +56,8 @@ export async function startRealBroker(): Promise<RealBroker> {
     // Postgres when the machine has it (faster to open); embedded PGlite otherwise (CI requires Postgres).
     database = postgresAvailable ? await openPostgresTestDatabase() : await openPgliteTestDatabase();
     const harness = await startBrokerHarness({ database, provider, logLevel: 'warn' });
+    // Not 10 GiB each: the host's free disk then admits only a few sandboxes (small-workspaces.ts).
+    await useSmallWorkspaces(harness.repositories, harness.tenantId);
     const apiKey = await harness.apiKey({ scopes: ALL_CALLER_SCOPES });
     const db = database;
     return {
