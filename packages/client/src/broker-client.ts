@@ -36,7 +36,10 @@ export interface BrokerClientOptions {
    * rejection fails the call as it is (throw a SecurityError to keep it from being retried).
    */
   readonly bearer?: () => string | Promise<string>;
-  /** Per call, retries included (default 30 s); every method also takes its own. */
+  /**
+   * Per call, retries included (default 30 s; ensure and create NEGOTIATE_TIMEOUT_MS, 2 min);
+   * every method also takes its own.
+   */
   readonly timeoutMs?: number;
   readonly retry?: RetryPolicy;
 }
@@ -65,8 +68,17 @@ const threadPath = (id: string, suffix = ''): string => `threads/${encodeURIComp
  * answer is the broker's combined response, so MVP readers use `session_id`, `sandbox`,
  * `token`, `expires_at` and full readers `binding`, `dataplane`, `credentials`.
  */
+/**
+ * How long an ensure or create may take by default: as long as the broker lets a sandbox
+ * provision (its `provisioningTimeoutMs`, 2 min), not the 30 s of other calls. A burst of
+ * cold starts on a small host queues (bench/first-command: 100 at once take about a minute on
+ * 2 cores), and each is still answered. A client `timeoutMs` set by hand applies as set.
+ */
+export const NEGOTIATE_TIMEOUT_MS = 120_000;
+
 export class BrokerClient {
   readonly #endpoint: HttpEndpoint;
+  readonly #negotiateTimeoutMs: number;
 
   constructor(options: BrokerClientOptions = {}) {
     const needsEnv =
@@ -82,6 +94,7 @@ export class BrokerClient {
       retry: options.retry ?? DEFAULT_RETRY_POLICY,
       timeoutMs: options.timeoutMs ?? 30_000,
     };
+    this.#negotiateTimeoutMs = options.timeoutMs ?? NEGOTIATE_TIMEOUT_MS;
   }
 
   /** Attach to the scope's sandbox, creating it when there is none. */
@@ -249,6 +262,7 @@ export class BrokerClient {
       idempotent: true,
       what: `negotiate session (${String(body['mode'])})`,
     } as const;
-    return httpJson(this.#endpoint, request, (v) => SessionResponse.parse(v), options);
+    const timeoutMs = options.timeoutMs ?? this.#negotiateTimeoutMs;
+    return httpJson(this.#endpoint, request, (v) => SessionResponse.parse(v), { ...options, timeoutMs });
   }
 }

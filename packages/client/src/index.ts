@@ -7,6 +7,7 @@ export type { CallOptions } from './http-client.js';
 export { RefreshingCredentials, refreshDueAt, type Credential, type TokenSource } from './credentials.js';
 export {
   BrokerClient,
+  NEGOTIATE_TIMEOUT_MS,
   type BrokerClientOptions,
   type NegotiateOptions,
   type NegotiateTarget,
