@@ -148,8 +148,22 @@ async function main(): Promise<void> {
   }
 }
 
+/**
+ * A failed start as one line for the operator, not a stack trace: the message and each cause's
+ * ("could not build the sandbox agent" alone said nothing of why).
+ */
+function startFailure(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  const messages: string[] = [];
+  for (let at: unknown = err; at !== undefined && messages.length < 8; ) {
+    const message = at instanceof Error ? at.message : String(at);
+    if (message !== '' && !messages.includes(message)) messages.push(message);
+    at = at instanceof Error ? at.cause : undefined;
+  }
+  return messages.join(': ');
+}
+
 main().catch((err: unknown) => {
-  // A refused configuration is a message for the operator, not a stack trace.
-  process.stderr.write(`${err instanceof ConfigError || err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`${startFailure(err)}\n`);
   process.exit(1);
 });

@@ -215,7 +215,8 @@ export async function prepareAgentBundle(dataDir: string): Promise<AgentCode> {
     }
     await writeAtomically(watchFile, PARENT_WATCH);
   } catch (err) {
-    await rm(stampFile, { force: true });
+    // Not thrown over the cause: a bundle directory that is not one fails this too.
+    await rm(stampFile, { force: true }).catch(() => undefined);
     throw providerUnavailable('could not build the sandbox agent', err);
   }
   return { hostDir: dir, hostCommand: commandIn(dir), viewCommand: commandIn(AGENT_CODE_DIR) };

@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -11,7 +14,7 @@ function start(entry: string, env: Record<string, string>): { status: number | n
     cwd: root,
     env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env },
     encoding: 'utf8',
-    timeout: 20_000,
+    timeout: 120_000,
   });
   return { status: result.status, stderr: result.stderr };
 }
@@ -42,4 +45,21 @@ describe('services refuse a bad environment at start', () => {
       expect(stderr).toMatch(name);
     expect(stderr).not.toMatch(/\n\s+at /);
   });
+
+  it('the broker that cannot start says why, its cause included, in one line', () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'sbx-startup-'));
+    try {
+      // Where the agent's code is built: a file, so the build fails with a cause of its own.
+      writeFileSync(path.join(dataDir, 'agent-bundle'), 'not a directory');
+      const { status, stderr } = start('services/broker/src/main.ts', {
+        BROKER_DATA_DIR: dataDir,
+        PORT: '0',
+      });
+      expect(status).toBe(1);
+      expect(stderr).toMatch(/could not build the sandbox agent: .*(ENOTDIR|EEXIST|not a directory)/);
+      expect(stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
