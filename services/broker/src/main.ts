@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { inspect } from 'node:util';
 import {
   applyServerLimits,
   ConfigError,
@@ -155,8 +156,8 @@ async function main(): Promise<void> {
 function startFailure(err: unknown): string {
   if (err instanceof ConfigError) return err.message;
   const messages: string[] = [];
-  for (let at: unknown = err; at !== undefined && messages.length < 8; ) {
-    const message = at instanceof Error ? at.message : String(at);
+  for (let at: unknown = err; at !== undefined && messages.length < 8;) {
+    const message = at instanceof Error ? at.message : typeof at === 'string' ? at : inspect(at);
     if (message !== '' && !messages.includes(message)) messages.push(message);
     at = at instanceof Error ? at.cause : undefined;
   }
