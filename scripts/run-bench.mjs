@@ -1,14 +1,32 @@
 // Runs every benchmark suite (bench/<suite>/run.ts) or the ones named on the
 // command line. Each suite measures its own floor in the same run and reports
-// ratios against it; results are written to bench/results/<suite>.json.
+// ratios against it, in bench/results/<suite>.json. Afterwards the suites of this
+// run are merged into bench/results/latest.json, with the machine they ran on and
+// its load before and after each, and bench/lib/summary.ts renders that as one
+// Markdown table, bench/results/latest.md.
+//
+//   node scripts/run-bench.mjs [suite…]   run, then write latest.json and latest.md
+//   node scripts/run-bench.mjs --publish  copy the last latest.md to docs/performance.md
+//                                         and its table into README.md (nothing is run)
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const benchDir = path.join(root, 'bench');
-const wanted = process.argv.slice(2);
+const resultsDir = path.join(benchDir, 'results');
+const tsx = path.join(root, 'node_modules/.bin/tsx');
+const summary = path.join(benchDir, 'lib', 'summary.ts');
+
+const args = process.argv.slice(2);
+if (args.includes('--publish')) {
+  const run = spawnSync(tsx, [summary, '--publish'], { cwd: root, stdio: 'inherit' });
+  process.exit(run.status ?? 1);
+}
+
+const wanted = args;
 const suites = readdirSync(benchDir, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(path.join(benchDir, entry.name, 'run.ts')))
   .map((entry) => entry.name)
@@ -18,13 +36,68 @@ if (suites.length === 0) {
   console.error(`no benchmark suite found${wanted.length > 0 ? ` named ${wanted.join(', ')}` : ''}`);
   process.exit(2);
 }
+
+/** 1, 5 and 15 minute load averages, rounded as `uptime` shows them. */
+const load = () => os.loadavg().map((value) => Math.round(value * 100) / 100);
+
+/** The tree measured: commit and whether the working tree had changes (read only). */
+function treeOf() {
+  const git = spawnSync('git', ['describe', '--always', '--dirty'], { cwd: root, encoding: 'utf8' });
+  return git.status === 0 ? git.stdout.trim() : undefined;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cores: cpus.length,
+    model: cpus[0]?.model.trim() ?? 'unknown',
+    memory_bytes: os.totalmem(),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+  };
+}
+
+/**
+ * What a suite wrote in this run: its results file when it was written after the suite
+ * started, else one failed line (a suite that crashed before reporting leaves an older
+ * file, or none, which must not pass for this run's results).
+ */
+function resultsOf(suite, startedAt) {
+  const file = path.join(resultsDir, `${suite}.json`);
+  const missing = (why) => ({
+    at: undefined,
+    verdicts: [{ metric: 'suite: no results', value: Number.NaN, unit: '', target: why, pass: false }],
+  });
+  if (!existsSync(file)) return missing('it wrote no bench/results file');
+  const written = JSON.parse(readFileSync(file, 'utf8'));
+  if (!(new Date(written.at) >= startedAt)) return missing('its results file is from an earlier run');
+  return { at: written.at, verdicts: written.verdicts };
+}
+
+const run = { started_at: new Date().toISOString(), tree: treeOf(), machine: machine(), load_before: load() };
+const records = [];
 let failures = 0;
 for (const suite of suites) {
   console.log(`\n== bench/${suite}`);
-  const run = spawnSync(path.join(root, 'node_modules/.bin/tsx'), [path.join(benchDir, suite, 'run.ts')], {
-    cwd: root,
-    stdio: 'inherit',
+  const startedAt = new Date();
+  const loadBefore = load();
+  const child = spawnSync(tsx, [path.join(benchDir, suite, 'run.ts')], { cwd: root, stdio: 'inherit' });
+  const seconds = (Date.now() - startedAt.getTime()) / 1000;
+  if (child.status !== 0) failures += 1;
+  records.push({
+    suite,
+    exit_code: child.status,
+    seconds: Math.round(seconds),
+    load_before: loadBefore,
+    load_after: load(),
+    ...resultsOf(suite, startedAt),
   });
-  if (run.status !== 0) failures += 1;
 }
+
+mkdirSync(resultsDir, { recursive: true });
+const latest = { ...run, finished_at: new Date().toISOString(), load_after: load(), suites: records };
+// NaN (a measurement that did not complete) is not JSON: written as null.
+writeFileSync(path.join(resultsDir, 'latest.json'), `${JSON.stringify(latest, null, 2)}\n`);
+const rendered = spawnSync(tsx, [summary], { cwd: root, stdio: 'inherit' });
+if (rendered.status !== 0) failures += 1;
 process.exit(failures > 0 ? 1 : 0);

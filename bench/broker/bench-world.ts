@@ -10,13 +10,15 @@ import {
   startBrokerProcess,
   type BrokerProcess,
 } from './broker-process.js';
+import { BENCH_SANDBOX_LIMITS } from './bench-limits.js';
 import { startFloorProcess, type FloorProcess } from './floor-process.js';
 import { prepareRedisScratch, type RedisScratch } from './rate-limit-headroom.js';
 import { createScratchDatabase, type ScratchDatabase } from './scratch-database.js';
 
 /**
  * Live sandboxes the bench tenant may hold (the default policy allows 10); the cold
- * `ensure` levels create up to 64 at once. Set as an operator would, in tenant_policies.
+ * `ensure` levels create up to 64 at once. Set as an operator would, in tenant_policies, with
+ * the bench's workspace size (bench-limits.ts: the disk budget admits about six 10 GiB images here).
  */
 const MAX_SANDBOXES = 500;
 
@@ -46,7 +48,8 @@ export async function openBenchWorld(): Promise<BenchWorld> {
   try {
     broker = await startBrokerProcess({ databaseUrl: database.url, redisUrl: redis.url });
     database.sql(
-      `INSERT INTO tenant_policies (tenant_id, max_sandboxes) VALUES ('${BOOTSTRAP_TENANT_ID}', ${MAX_SANDBOXES})`,
+      `INSERT INTO tenant_policies (tenant_id, max_sandboxes, max_disk_mb)
+       VALUES ('${BOOTSTRAP_TENANT_ID}', ${MAX_SANDBOXES}, ${BENCH_SANDBOX_LIMITS.max_disk_mb})`,
     );
     floor = await startFloorProcess(database.url);
     return { broker, floor, database, redis, close };

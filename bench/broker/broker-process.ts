@@ -1,6 +1,6 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { appendFileSync, realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ import { envOf, finalStage, lastInstruction, readDockerfile } from '../../deploy
 import type { Verdict } from '../lib/measure.js';
 import { cpuMs } from '../lib/process-stats.js';
 import { makeTempDir, removeTempDir, spawnTracked, stopTracked } from '../lib/resources.js';
-import { killProcessesWorkingIn } from './sandbox-processes.js';
+import { killProcessesOf } from './sandbox-processes.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -73,8 +73,11 @@ export interface BrokerOptions {
 /** Resolves with the banner's URL; keeps draining both pipes so the broker never blocks on them. */
 function listeningUrl(child: ChildProcess): Promise<string> {
   const seen: string[] = [];
+  // For investigations: `BENCH_BROKER_LOG=/tmp/broker.log` keeps every line the broker writes.
+  const logFile = process.env['BENCH_BROKER_LOG'];
   const keep = (line: string): void => {
     if (seen.length < 80) seen.push(line);
+    if (logFile !== undefined) appendFileSync(logFile, `${line}\n`);
   };
   createInterface({ input: child.stderr! }).on('line', keep);
   const lines = createInterface({ input: child.stdout! });
@@ -131,11 +134,14 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // A run that is killed leaves no agent: their groups are not the broker's.
-  const sweep = (): void => void killProcessesWorkingIn(dataDir);
+  const sweep = (): void => void killProcessesOf(dataDir);
   process.once('exit', sweep);
   const stop = async (): Promise<number> => {
+    const stopping = Date.now();
     await stopTracked(child, STOP_GRACE_MS);
-    const leftBehind = killProcessesWorkingIn(dataDir);
+    if (Date.now() - stopping >= STOP_GRACE_MS)
+      console.error(`   the broker did not exit within ${STOP_GRACE_MS} ms of SIGTERM and was killed`);
+    const leftBehind = killProcessesOf(dataDir);
     process.off('exit', sweep);
     removeTempDir(dataDir);
     return leftBehind;
@@ -153,7 +159,7 @@ export async function startBrokerProcess(options: BrokerOptions): Promise<Broker
 /** What `stop` answered, as a verdict: every agent the broker started must be gone. */
 export function agentsLeftVerdict(leftBehind: number): Verdict {
   return {
-    metric: 'cleanup: agents left running after the broker stopped',
+    metric: 'cleanup: sandbox processes left running after the broker stopped',
     value: leftBehind,
     unit: '',
     target: '= 0',

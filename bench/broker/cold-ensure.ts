@@ -3,7 +3,7 @@ import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
 import { countedLoop } from '../lib/closed-loop.js';
 import type { BenchWorld } from './bench-world.js';
 import type { BrokerProcess } from './broker-process.js';
-import { processesWorkingIn, waitUntilNoneWorkIn } from './sandbox-processes.js';
+import { processesOf, waitUntilNoneOf } from './sandbox-processes.js';
 import { negotiate, release, sessionOf, type OpenedSession } from './session-client.js';
 
 /**
@@ -28,7 +28,7 @@ async function releaseSessions(broker: BrokerProcess, sessions: readonly OpenedS
       await release(broker, next.sessionId);
   };
   await Promise.all(Array.from({ length: RELEASE_CONCURRENCY }, worker));
-  await waitUntilNoneWorkIn(broker.dataDir, SETTLE_TIMEOUT_MS);
+  await waitUntilNoneOf(broker.dataDir, SETTLE_TIMEOUT_MS);
 }
 
 /**
@@ -55,7 +55,7 @@ async function measureLevel(world: BenchWorld, clients: number, total: number): 
     sessions.push(sessionOf(await negotiate(broker, `${threadPrefix}${index}`, 'ensure', agent)));
   });
   const brokerCpuMs = broker.cpuMs() - cpuBefore;
-  const agents = processesWorkingIn(broker.dataDir).length;
+  const agents = processesOf(broker.dataDir).length;
   await releaseSessions(broker, sessions);
   if (run.errors > 0) console.error(`   first error @${clients}: ${run.firstError}`);
   const p50 = percentile(run.latenciesNs, 50) / NS_PER_MS;
@@ -66,7 +66,7 @@ async function measureLevel(world: BenchWorld, clients: number, total: number): 
     info(`${label}: provider start p50 (audit)`, providerP50Ms(world, threadPrefix), 'ms'),
     info(`${label}: throughput`, (run.latenciesNs.length * 1e9) / run.wallNs, 'sbx/s'),
     info(`${label}: broker CPU per sandbox`, brokerCpuMs / total, 'ms'),
-    info(`${label}: agents running at the end`, agents, ''),
+    info(`${label}: sandbox processes running at the end`, agents, ''),
     atMost(`${label}: failed`, run.errors, '', 0),
   ];
 }

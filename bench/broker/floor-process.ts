@@ -5,13 +5,13 @@ import { REPO_ROOT } from './broker-process.js';
 
 export interface FloorProcess {
   readonly pid: number;
-  /** `POST` `{"id": …}` here: one primary-key read of `bench.floor`, answered as JSON. */
+  /** `POST` a scope and actor here: the read and the committed insert of a `get` (floor-server.ts). */
   readonly url: string;
   cpuMs(): number;
   stop(): Promise<void>;
 }
 
-/** Pool size of the broker's Prisma adapter (pg's default; database.ts passes none). */
+/** Pool size of the broker's Prisma adapter (DATABASE_POOL_SIZE, unset in the bench: 10). */
 const BROKER_POOL_SIZE = 10;
 
 /** Starts bench/broker/floor-server.ts in its own process, against `databaseUrl`. */

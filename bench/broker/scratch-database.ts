@@ -12,17 +12,9 @@ const SERVER_URL = (process.env['BENCH_POSTGRES_URL'] ?? 'postgres://postgres@12
   '',
 );
 
-/** Rows in the floor's table: enough that the primary-key lookup is a real index search. */
-const FLOOR_ROWS = 10_000;
-/** Outside `public`, which the broker's migrations require to be empty on a new database. */
-const FLOOR_SCHEMA = 'bench';
-export const FLOOR_TABLE = `${FLOOR_SCHEMA}.floor`;
-
 export interface ScratchDatabase {
   readonly name: string;
   readonly url: string;
-  /** The id of a row of the floor's table for its lookup. */
-  readonly floorRowId: string;
   /** Runs SQL in this database; returns psql's unaligned output. */
   sql(statement: string): string;
   drop(): void;
@@ -37,7 +29,7 @@ function psql(url: string, statement: string): string {
   return run.stdout.trim();
 }
 
-/** Creates `sbx_bench_<random>` with the floor's table (`bench.floor`) filled. */
+/** Creates `sbx_bench_<random>` (empty: the broker migrates it on start). */
 export function createScratchDatabase(): ScratchDatabase {
   const name = `sbx_bench_${randomBytes(6).toString('hex')}`;
   const url = `${SERVER_URL}/${name}`;
@@ -51,24 +43,5 @@ export function createScratchDatabase(): ScratchDatabase {
     psql(`${SERVER_URL}/postgres`, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   };
   process.once('exit', drop);
-  try {
-    psql(
-      url,
-      `CREATE SCHEMA ${FLOOR_SCHEMA};
-       CREATE TABLE ${FLOOR_TABLE} (id text PRIMARY KEY, thread_id text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
-       INSERT INTO ${FLOOR_TABLE} (id, thread_id)
-         SELECT 'flr_' || md5(i::text), 'thr_' || i FROM generate_series(1, ${FLOOR_ROWS}) AS i;
-       ANALYZE ${FLOOR_TABLE};`,
-    );
-  } catch (err) {
-    drop();
-    throw err;
-  }
-  return {
-    name,
-    url,
-    floorRowId: `flr_${psql(url, `SELECT md5('${FLOOR_ROWS / 2}')`)}`,
-    sql: (statement) => psql(url, statement),
-    drop,
-  };
+  return { name, url, sql: (statement) => psql(url, statement), drop };
 }

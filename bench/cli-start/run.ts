@@ -8,7 +8,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
+import { info, percentile, ratioAtMost, type Verdict } from '../lib/measure.js';
 import { makeTempDir } from '../lib/resources.js';
 import { runMeasurements, runSuite, type Measurement } from '../lib/suite.js';
 import { timeToExit, timeToFirstLine, type Run, type Timed } from './process-timing.js';
@@ -74,7 +74,11 @@ function verdicts(name: string, floor: number[], measured: number[], target: 'ra
     info(`${name}: p50`, ms(measured, 50), 'ms'),
     info(`${name}: p90`, ms(measured, 90), 'ms'),
     target === 'ratio'
-      ? atMost(`${name}: p50 / floor p50`, ratio, '×', TARGET_RATIO)
+      ? ratioAtMost(
+          `${name}: p50 / floor p50`,
+          { subject: ms(measured, 50), floor: ms(floor, 50), unit: 'ms' },
+          TARGET_RATIO,
+        )
       : info(`${name}: p50 / floor p50`, ratio, '×'),
   ];
 }

@@ -8,7 +8,7 @@
  * backends per call, and the database's own counters per call.
  */
 import { keepAliveAgent } from '../lib/http-client.js';
-import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
+import { info, percentile, ratioAtMost, type Verdict } from '../lib/measure.js';
 import type { ExecuteCodeWorld } from './bench-world.js';
 import { activityPerCall, type DatabaseActivity } from './database-activity.js';
 import { alternateRounds, type Tally } from './rounds.js';
@@ -23,6 +23,11 @@ const TARGET_RATIO = 1.3;
 const MS = 1e6;
 
 const p = (tally: Tally, q: number): number => percentile(tally.latenciesNs, q) / MS;
+const compared = (t: Record<SubjectName, Tally>, q: number) => ({
+  subject: p(t.tool, q),
+  floor: p(t.code, q),
+  unit: 'ms',
+});
 
 function latencyLines(language: Language, t: Record<SubjectName, Tally>): Verdict[] {
   const at = (metric: string): string => `${language}: ${metric}`;
@@ -33,8 +38,8 @@ function latencyLines(language: Language, t: Record<SubjectName, Tally>): Verdic
     info(at('context POST {agent}/v1/exec {cmd} p99'), p(t.exec, 99), 'ms', '(floor)'),
     info(at('tool POST /v1/execute_code p50'), p(t.tool, 50), 'ms'),
     info(at('tool POST /v1/execute_code p99'), p(t.tool, 99), 'ms'),
-    atMost(at('tool / floor /v1/code p50'), p(t.tool, 50) / p(t.code, 50), '×', TARGET_RATIO),
-    atMost(at('tool / floor /v1/code p99'), p(t.tool, 99) / p(t.code, 99), '×', TARGET_RATIO),
+    ratioAtMost(at('tool / floor /v1/code p50'), compared(t, 50), TARGET_RATIO),
+    ratioAtMost(at('tool / floor /v1/code p99'), compared(t, 99), TARGET_RATIO),
     info(at('tool / context /v1/exec p50'), p(t.tool, 50) / p(t.exec, 50), '×'),
     info(at('tool − floor p50'), p(t.tool, 50) - p(t.code, 50), 'ms'),
   ];

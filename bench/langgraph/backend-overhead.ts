@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { BrokerSession } from '@sbx/client';
 import { DEFAULT_ACTOR_ID, SbxSandbox } from '@sbx/langgraph';
-import { atMost, info, median, timeAsync, type Verdict } from '../lib/measure.js';
+import { info, median, ratioAtMost, timeAsync, type Verdict } from '../lib/measure.js';
 import type { LanggraphWorld } from './bench-world.js';
 
 const MIB = new Uint8Array(randomBytes(1024 * 1024));
@@ -61,9 +61,17 @@ export async function benchBackendOverhead(world: LanggraphWorld): Promise<Verdi
     );
     return [
       info('sdk exec.run (median)', execFloor / 1e6, 'ms', '(floor)'),
-      atMost('backend execute / sdk exec.run', execute / execFloor, '×', 1.2),
+      ratioAtMost(
+        'backend execute / sdk exec.run',
+        { subject: execute / 1e6, floor: execFloor / 1e6, unit: 'ms' },
+        1.2,
+      ),
       info('sdk 1 MiB write+read', fileFloor / 1e6, 'ms', '(floor)'),
-      atMost('backend 1 MiB upload+download / sdk write+read', files / fileFloor, '×', 1.2),
+      ratioAtMost(
+        'backend 1 MiB upload+download / sdk write+read',
+        { subject: files / 1e6, floor: fileFloor / 1e6, unit: 'ms' },
+        1.2,
+      ),
     ];
   } finally {
     await backend.close();

@@ -10,10 +10,14 @@ import {
   startBrokerProcess,
   type BrokerProcess,
 } from '../broker/broker-process.js';
+import { BENCH_SANDBOX_LIMITS } from '../broker/bench-limits.js';
 import { prepareRedisScratch } from '../broker/rate-limit-headroom.js';
 import { createScratchDatabase } from '../broker/scratch-database.js';
 
-/** Every cold-thread sample leaves a sandbox until it is released; the default policy allows 10. */
+/**
+ * Every cold-thread sample leaves a sandbox until it is released; the default policy allows 10.
+ * Workspace images of the bench's size (bench-limits.ts), which the disk budget admits.
+ */
 const MAX_SANDBOXES = 200;
 
 export interface LanggraphWorld {
@@ -38,7 +42,8 @@ export async function openLanggraphWorld(): Promise<LanggraphWorld> {
   try {
     broker = await startBrokerProcess({ databaseUrl: database.url, redisUrl: redis.url });
     database.sql(
-      `INSERT INTO tenant_policies (tenant_id, max_sandboxes) VALUES ('${BOOTSTRAP_TENANT_ID}', ${MAX_SANDBOXES})`,
+      `INSERT INTO tenant_policies (tenant_id, max_sandboxes, max_disk_mb)
+       VALUES ('${BOOTSTRAP_TENANT_ID}', ${MAX_SANDBOXES}, ${BENCH_SANDBOX_LIMITS.max_disk_mb})`,
     );
     const brokerOptions = { baseUrl: broker.url, apiKey: broker.apiKey };
     return { broker, client: new BrokerClient(brokerOptions), brokerOptions, close };

@@ -59,6 +59,21 @@ export interface Verdict {
   readonly unit: string;
   readonly target: string;
   readonly pass: boolean;
+  /**
+   * Cells of the summary table (scripts/run-bench.mjs → bench/results/latest.md), already
+   * formatted. Present, the line is a row of that table even when it has no target (a
+   * headline reported for context); absent, only lines with a target are rows.
+   */
+  readonly table?: TableCells;
+}
+
+export interface TableCells {
+  /** The subject's own number(s), e.g. `12.1 ms`. */
+  readonly value?: string;
+  /** The floor's, measured in the same run. */
+  readonly floor?: string;
+  /** Subject against floor, e.g. `1.22×`. */
+  readonly ratio?: string;
 }
 
 /** A number shown for context (a floor, a percentile): never fails the run. */
@@ -74,4 +89,52 @@ export function atMost(metric: string, value: number, unit: string, limit: numbe
 /** A verdict that passes when `value` ≥ `limit`. */
 export function atLeast(metric: string, value: number, unit: string, limit: number): Verdict {
   return { metric, value, unit, target: `≥ ${limit} ${unit}`, pass: value >= limit };
+}
+
+/** A number for the summary table: three significant digits, no exponent. */
+export function formatNumber(value: number): string {
+  if (!Number.isFinite(value) || Number.isInteger(value)) return String(value);
+  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : Math.abs(value) >= 1 ? 2 : 3;
+  return value.toFixed(digits);
+}
+
+/** A value and its unit as the table shows it (`12.1 ms`, `1.22×`). */
+export function formatValue(value: number, unit: string): string {
+  if (unit === '×' || unit === '%') return `${formatNumber(value)}${unit}`;
+  return unit === '' ? formatNumber(value) : `${formatNumber(value)} ${unit}`;
+}
+
+/** What a ratio verdict compares: the subject's and the floor's values, in `unit`. */
+export interface Compared {
+  readonly subject: number;
+  readonly floor: number;
+  readonly unit: string;
+}
+
+function ratioCells(compared: Compared, ratio: number): TableCells {
+  return {
+    value: formatValue(compared.subject, compared.unit),
+    floor: formatValue(compared.floor, compared.unit),
+    ratio: formatValue(ratio, '×'),
+  };
+}
+
+/**
+ * subject / floor ≤ `limit` (latencies, CPU): the verdict's value is the ratio, and the
+ * summary table shows both measured values beside it.
+ */
+export function ratioAtMost(metric: string, compared: Compared, limit: number): Verdict {
+  const ratio = compared.subject / compared.floor;
+  return { ...atMost(metric, ratio, '×', limit), table: ratioCells(compared, ratio) };
+}
+
+/** subject / floor ≥ `limit` (throughputs), shown like `ratioAtMost`. */
+export function ratioAtLeast(metric: string, compared: Compared, limit: number): Verdict {
+  const ratio = compared.subject / compared.floor;
+  return { ...atLeast(metric, ratio, '×', limit), table: ratioCells(compared, ratio) };
+}
+
+/** A report-only line that is also a row of the summary table (a headline without a target). */
+export function headline(verdict: Verdict, cells: TableCells = {}): Verdict {
+  return { ...verdict, table: { value: formatValue(verdict.value, verdict.unit), ...cells } };
 }

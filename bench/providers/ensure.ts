@@ -11,16 +11,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  BOOTSTRAP_PRINCIPAL_ID,
-  BOOTSTRAP_TENANT_ID,
-  startBrokerProcess,
-  type BrokerProcess,
-} from '../broker/broker-process.js';
+import { startBenchBroker } from '../broker/bench-limits.js';
+import { BOOTSTRAP_PRINCIPAL_ID, BOOTSTRAP_TENANT_ID, type BrokerProcess } from '../broker/broker-process.js';
 import { prepareRedisScratch } from '../broker/rate-limit-headroom.js';
 import { createScratchDatabase, type ScratchDatabase } from '../broker/scratch-database.js';
 import { negotiate } from '../broker/session-client.js';
-import { putTenantPolicy } from '../execute_code/tool-client.js';
 import { atMost, durationNs, info, percentile, type Verdict } from '../lib/measure.js';
 
 const COLD_ENSURES = 20;
@@ -39,17 +34,15 @@ async function withBroker<T>(
   const redis = prepareRedisScratch(BOOTSTRAP_TENANT_ID, BOOTSTRAP_PRINCIPAL_ID);
   let broker: BrokerProcess | undefined;
   try {
-    broker = await startBrokerProcess({
+    // Room for every sandbox of the run (the default tenant policy caps running sandboxes at
+    // 10), and workspace images the disk budget admits by the hundred (bench-limits.ts).
+    broker = await startBenchBroker({
       databaseUrl: database.url,
       redisUrl: redis.url,
-      env: {
-        RATE_LIMIT_NEGOTIATE_PER_MINUTE: UNLIMITED,
-        RATE_LIMIT_SESSION_PER_MINUTE: UNLIMITED,
-        WARM_POOL_SIZE: String(poolSize),
-      },
+      env: { RATE_LIMIT_NEGOTIATE_PER_MINUTE: UNLIMITED, RATE_LIMIT_SESSION_PER_MINUTE: UNLIMITED },
+      poolSize,
+      maxSandboxes: MAX_SANDBOXES,
     });
-    // Room for every sandbox of the run (the default tenant policy caps running sandboxes at 10).
-    await putTenantPolicy(broker.url, broker.apiKey, BOOTSTRAP_TENANT_ID, { max_sandboxes: MAX_SANDBOXES });
     return await measure(broker, database);
   } finally {
     await broker?.stop();

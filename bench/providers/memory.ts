@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mintCapabilityToken, SigningKey } from '@sbx/tokens';
+import { DEFAULT_SANDBOX_LIMITS } from '../../services/broker/src/providers/sandbox-limits.js';
+import { BENCH_SANDBOX_LIMITS } from '../broker/bench-limits.js';
 import { atMost, info, median, type Verdict } from '../lib/measure.js';
 import { MIB } from '../lib/process-stats.js';
 import { spawnTracked, stopTracked } from '../lib/resources.js';
@@ -24,6 +26,11 @@ const FRESH_MS = 2000;
 /** V8's memory reducer shrinks an idle heap about 8 s after start-up; give it ample time. */
 const SETTLED_MS = 30_000;
 const ISSUER = 'sbx-bench';
+/**
+ * The default limits with the bench's workspace image (bench/broker/bench-limits.ts): the disk
+ * budget promises every image in full, and 10 GiB images fit about six on this machine.
+ */
+const LIMITS = { ...DEFAULT_SANDBOX_LIMITS, diskBytes: BENCH_SANDBOX_LIMITS.max_disk_mb * MIB };
 
 interface Sandbox {
   readonly sandboxId: string;
@@ -42,6 +49,7 @@ async function startSandbox(world: ProviderWorld, index: number): Promise<Sandbo
     signingKey,
     tokenIssuer: ISSUER,
     network: 'on',
+    limits: LIMITS,
   });
   const token = mintCapabilityToken({
     key: signingKey,

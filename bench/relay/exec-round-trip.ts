@@ -1,17 +1,17 @@
 /**
  * Exec round trip: the relayed `POST /v1/sandboxes/{id}/commands {cmd: 'true'}` (the broker
  * authenticates, rate-limits, finds the sandbox, renews its lease, mints and records a token,
- * calls the agent's `/v1/exec`, audits the call) against the direct `POST {agent}/v1/exec
- * {cmd: 'true'}` with a token negotiated once — the floor. For context, the same direct
- * call through two proxies, each in its own process: a bare pipe proxy (pipe-proxy.ts: the
- * cost of any extra hop on this machine) and a minimal Express route (express-proxy.ts:
- * what Express alone adds); and the stage `GET /v1/sandboxes/{id}`, what the broker's
- * read-only path (authentication, rate limit, one lookup) costs on its own. Alternating
+ * calls the agent's `/v1/exec`, audits the call) against the floor: the same call with the
+ * token negotiated once through a bare node:http proxy in a process of its own
+ * (pipe-proxy.ts), the machine's own cost of any hop. For context, the direct
+ * `POST {agent}/v1/exec` (no hop at all), a minimal Express route (express-proxy.ts: what
+ * Express alone adds) and the stage `GET /v1/sandboxes/{id}`, what the broker's read-only
+ * path (authentication, rate limit, one lookup) costs on its own. Alternating
  * rounds (bench/execute_code's `alternateRounds`), each subject on its own kept-alive
  * connection; broker and proxy CPU per call are charged per round, with Postgres's; then
  * the database writes of a batch of relayed calls.
  */
-import { atMost, info, percentile, type Verdict } from '../lib/measure.js';
+import { info, percentile, ratioAtMost, type Verdict } from '../lib/measure.js';
 import { alternateRounds, type Subject, type Tally } from '../execute_code/rounds.js';
 import type { RelayWorld } from './relay-world.js';
 import { directExec, getSandbox, relayExec, type DirectAccess } from './relay-client.js';
@@ -22,7 +22,8 @@ import { writesPerCall } from './table-writes.js';
 const PLAN = { warmupCalls: 30, rounds: 32, callsPerRound: 10 };
 /** Relayed calls between the two readings of the database's counters. */
 const WRITE_CALLS = 100;
-const TARGET_RATIO = 1.2;
+/** Relay p50 against the bare proxy's. */
+const TARGET_RATIO = 1.1;
 const MS = 1e6;
 
 type Name = 'relay' | 'direct' | 'proxy' | 'express' | 'get';
@@ -81,18 +82,22 @@ async function measure(world: RelayWorld, access: DirectAccess, proxies: Context
   );
   return [
     info('exec: calls per subject (after warm-up)', t.relay.latenciesNs.length, ''),
-    info('exec: floor direct POST {agent}/v1/exec p50', p(t.direct, 50), 'ms', '(floor)'),
-    info('exec: floor direct POST {agent}/v1/exec p99', p(t.direct, 99), 'ms', '(floor)'),
+    info('exec: floor bare proxy → POST {agent}/v1/exec p50', p(t.proxy, 50), 'ms', '(floor)'),
+    info('exec: floor bare proxy → POST {agent}/v1/exec p99', p(t.proxy, 99), 'ms', '(floor)'),
     info('exec: relay POST /v1/sandboxes/{id}/commands p50', p(t.relay, 50), 'ms'),
     info('exec: relay POST /v1/sandboxes/{id}/commands p99', p(t.relay, 99), 'ms'),
-    atMost('exec: relay / direct p50', p(t.relay, 50) / p(t.direct, 50), '×', TARGET_RATIO),
-    info('exec: relay / direct p99', p(t.relay, 99) / p(t.direct, 99), '×', `(report; ≤ ${TARGET_RATIO} ×)`),
-    info('exec: relay − direct p50', p(t.relay, 50) - p(t.direct, 50), 'ms'),
-    info('exec: context direct through a bare proxy p50', p(t.proxy, 50), 'ms'),
-    info('exec: context direct through a bare proxy p99', p(t.proxy, 99), 'ms'),
-    info('exec: bare proxy / direct p50', p(t.proxy, 50) / p(t.direct, 50), '×'),
-    info('exec: relay / bare proxy p50', p(t.relay, 50) / p(t.proxy, 50), '×'),
+    ratioAtMost(
+      'exec: relay / bare proxy p50',
+      { subject: p(t.relay, 50), floor: p(t.proxy, 50), unit: 'ms' },
+      TARGET_RATIO,
+    ),
+    info('exec: relay / bare proxy p99', p(t.relay, 99) / p(t.proxy, 99), '×'),
     info('exec: relay − bare proxy p50', p(t.relay, 50) - p(t.proxy, 50), 'ms'),
+    info('exec: context direct POST {agent}/v1/exec p50', p(t.direct, 50), 'ms'),
+    info('exec: context direct POST {agent}/v1/exec p99', p(t.direct, 99), 'ms'),
+    info('exec: bare proxy / direct p50', p(t.proxy, 50) / p(t.direct, 50), '×'),
+    info('exec: relay / direct p50', p(t.relay, 50) / p(t.direct, 50), '×'),
+    info('exec: relay / direct p99', p(t.relay, 99) / p(t.direct, 99), '×'),
     info('exec: context direct through a minimal Express route p50', p(t.express, 50), 'ms'),
     info('exec: minimal Express route / direct p50', p(t.express, 50) / p(t.direct, 50), '×'),
     info('exec: relay − minimal Express route p50', p(t.relay, 50) - p(t.express, 50), 'ms'),

@@ -1,6 +1,6 @@
 /**
- * The least any relay must do, for context: a bare node:http reverse proxy in a process of
- * its own that forwards every request, path, headers and body as they are, to `PROXY_TARGET`
+ * The relay's floor, the least any relay must do: a bare node:http reverse proxy in a process
+ * of its own that forwards every request, path, headers and body as they are, to `PROXY_TARGET`
  * (the sandbox's agent) on a kept-alive connection, and pipes the answer back. No
  * authentication, no database, no token: what the broker's relay adds beyond this is its own.
  * Prints `{"port": …}` once listening.

@@ -1,6 +1,7 @@
 /**
- * The relay suite: the broker's data-plane relay for the sandbox resource API against direct
- * access to the same sandbox's agent, measured in the same run on one broker
+ * The relay suite: the broker's data-plane relay for the sandbox resource API against a bare
+ * node:http proxy in front of the same sandbox's agent (the cost of any hop here), measured
+ * in the same run on one broker, with direct access to the agent for context
  * (`tsx bench/relay/run.ts [exec|download]`). Exits 1 when a target is missed; every
  * process, database and Redis key the run created is gone before it exits.
  */
