@@ -50,24 +50,33 @@ function mountsNaming(id: string): string[] {
     .filter((line) => line.includes(id));
 }
 
-/** Holds the first process below `broker` that carries a SANDBOX_ID (the new sandbox's agent). */
-async function holdNewAgent(broker: BrokerProcess): Promise<{ agentPid: number; sandboxId: string }> {
-  let held: { agentPid: number; sandboxId: string } | undefined;
+/**
+ * Holds the new sandbox's agent before it can serve: stops every process below `broker` that
+ * carries a SANDBOX_ID (bubblewrap, then the agent it starts), until a scan after the stops
+ * finds none still running. Stopping only the first one found stopped bubblewrap alone when
+ * the scan came late (a loaded machine): the agent it had started served, and the request
+ * this test kills mid-provision was answered 200.
+ */
+async function holdNewAgent(broker: BrokerProcess): Promise<{ heldPids: number[]; sandboxId: string }> {
+  const held = new Set<number>();
+  let sandboxId: string | undefined;
   await until(
     () => {
+      let stoppedNow = false;
       for (const pid of descendantsOf(broker.child.pid!)) {
-        const sandboxId = environmentOf(pid, 'SANDBOX_ID');
-        if (sandboxId === undefined) continue;
+        const id = environmentOf(pid, 'SANDBOX_ID');
+        if (id === undefined || held.has(pid)) continue;
         process.kill(pid, 'SIGSTOP');
-        held = { agentPid: pid, sandboxId };
-        return true;
+        held.add(pid);
+        sandboxId = id;
+        stoppedNow = true;
       }
-      return false;
+      return held.size > 0 && !stoppedNow;
     },
     'the agent of the new sandbox',
     2,
   );
-  return held!;
+  return { heldPids: [...held], sandboxId: sandboxId! };
 }
 
 describe('kill -9 of a broker replica mid-provision, with another replica serving', () => {
@@ -108,10 +117,16 @@ describe('kill -9 of a broker replica mid-provision, with another replica servin
         (answer) => answer.status,
         () => 'connection lost',
       );
-      const { agentPid, sandboxId } = await holdNewAgent(doomed!);
+      const { heldPids, sandboxId } = await holdNewAgent(doomed!);
       await doomed!.kill('SIGKILL');
       expect(await lost).toBe('connection lost');
-      process.kill(agentPid, 'SIGCONT');
+      for (const pid of heldPids) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // Ended with its broker (bubblewrap's --die-with-parent): nothing to continue.
+        }
+      }
 
       // The other replica serves on, at once.
       expect((await d.call(survivor!, 'GET', '/v1/whoami')).status).toBe(200);
@@ -155,7 +170,7 @@ describe('kill -9 of a broker replica mid-provision, with another replica servin
       );
       const abandoned = await d.db.prisma.sandbox.findUniqueOrThrow({ where: { id: sandboxId } });
       expect(abandoned.failureReason).toBe(ABANDONED);
-      await until(() => !isRunning(agentPid), 'the orphaned agent to end', 50);
+      await until(() => heldPids.every((pid) => !isRunning(pid)), 'the orphaned agent to end', 50);
       const workspace = path.join(d.dataDir, 'workspaces', sandboxId);
       await until(() => !existsSync(workspace), 'the abandoned workspace to be removed', 100);
       expect(existsSync(path.join(d.dataDir, 'sandboxes', sandboxId))).toBe(false);
