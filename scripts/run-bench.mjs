@@ -74,11 +74,37 @@ function resultsOf(suite, startedAt) {
   return { at: written.at, verdicts: written.verdicts };
 }
 
+/** Share of all cores busy over the next `ms` (from /proc/stat through os.cpus). */
+function busyOver(ms) {
+  const total = (cpus) =>
+    cpus.reduce((sum, cpu) => sum + Object.values(cpu.times).reduce((a, b) => a + b, 0), 0);
+  const idle = (cpus) => cpus.reduce((sum, cpu) => sum + cpu.times.idle, 0);
+  const before = os.cpus();
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  const after = os.cpus();
+  const elapsed = total(after) - total(before);
+  return elapsed > 0 ? 1 - (idle(after) - idle(before)) / elapsed : 0;
+}
+
+/**
+ * Waits, up to 3 minutes, until the machine is quiet (under a quarter busy for 5 s): the
+ * sandboxes of one suite (first-command and providers start 100 each) are still ending when
+ * it exits, and the next suite measured against that load (the relay's download gave 0.65×
+ * of its floor after them, 1.81× alone). Returns the seconds waited.
+ */
+function settle() {
+  const started = Date.now();
+  while (Date.now() - started < 180_000 && busyOver(5000) >= 0.25);
+  return Math.round((Date.now() - started) / 1000);
+}
+
 const run = { started_at: new Date().toISOString(), tree: treeOf(), machine: machine(), load_before: load() };
 const records = [];
 let failures = 0;
 for (const suite of suites) {
   console.log(`\n== bench/${suite}`);
+  const settledSeconds = settle();
+  console.log(`   waited ${settledSeconds} s for the machine to settle`);
   const startedAt = new Date();
   const loadBefore = load();
   const child = spawnSync(tsx, [path.join(benchDir, suite, 'run.ts')], { cwd: root, stdio: 'inherit' });
@@ -88,6 +114,7 @@ for (const suite of suites) {
     suite,
     exit_code: child.status,
     seconds: Math.round(seconds),
+    settled_seconds: settledSeconds,
     load_before: loadBefore,
     load_after: load(),
     ...resultsOf(suite, startedAt),
