@@ -59,19 +59,23 @@ const postgres = backends.find((backend) => backend.name === 'postgres')!;
       () => 'connection lost',
     );
 
-    // The sandbox's agent (or the wrappers that exec it) carries SANDBOX_ID: hold it before it answers.
-    let agentPid: number | undefined;
+    // The sandbox's agent and the bubblewrap that starts it carry SANDBOX_ID: every one is held
+    // before it answers, until a scan after the stops finds none running (holding bubblewrap
+    // alone let an agent it had already started serve, on a loaded machine).
+    const held = new Set<number>();
     let sandboxId: string | undefined;
     await until(
       () => {
+        let stoppedNow = false;
         for (const pid of descendantsOf(firstPid)) {
           const id = environmentOf(pid, 'SANDBOX_ID');
-          if (id === undefined) continue;
+          if (id === undefined || held.has(pid)) continue;
           process.kill(pid, 'SIGSTOP');
-          [agentPid, sandboxId] = [pid, id];
-          return true;
+          held.add(pid);
+          sandboxId = id;
+          stoppedNow = true;
         }
-        return false;
+        return held.size > 0 && !stoppedNow;
       },
       'the agent of the new sandbox',
       2,
@@ -81,9 +85,15 @@ const postgres = backends.find((backend) => backend.name === 'postgres')!;
 
     await first.kill('SIGKILL');
     expect(await answered).toBe('connection lost'); // the caller's connection died with the broker
-    process.kill(agentPid!, 'SIGCONT');
+    for (const pid of held) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // Ended with its broker (bubblewrap's --die-with-parent): nothing to continue.
+      }
+    }
     // Its stdin (held by the dead broker) is closed: the agent ends itself.
-    await until(() => !isRunning(agentPid!), 'the orphaned agent to end');
+    await until(() => [...held].every((pid) => !isRunning(pid)), 'the orphaned agent to end');
 
     await start();
 
