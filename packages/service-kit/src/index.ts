@@ -10,3 +10,4 @@ export * from './agent-env.js';
 export * from './hardening.js';
 export * from './request-context.js';
 export * from './json-body.js';
+export * from './errno.js';

@@ -3,6 +3,7 @@
 // only after them cost that wait for a one-line answer. The answer is a line the operator
 // acts on (which variable to set), never a stack trace.
 import { createServer } from 'node:net';
+import { errnoCode } from '@sbx/service-kit';
 
 /** A place the broker cannot listen on; its message says what to change. */
 export class ListenError extends Error {
@@ -30,7 +31,7 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
 
 /** What a failed listen means to the operator, for the errors the environment causes. */
 export function listenProblem(err: unknown, host: string, port: number): Error {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+  const code = errnoCode(err);
   switch (code) {
     case 'EADDRINUSE':
       return new ListenError(

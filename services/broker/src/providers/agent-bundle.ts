@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { REPO_ROOT } from '../repo-root.js';
 import { BUNDLE_TRIMS, bundleTrims } from './agent-bundle-trims.js';
-import { AGENT_CODE_DIR } from '@sbx/service-kit';
+import { AGENT_CODE_DIR, isErrno } from '@sbx/service-kit';
 import type { AgentCommand } from './agent-process.js';
 import { providerUnavailable } from './provider.js';
 import { traversableDir } from './sandbox-layout.js';
@@ -93,8 +93,7 @@ async function copyNodePty(from: string, bundleDir: string): Promise<void> {
     }
     await rm(to, { recursive: true, force: true });
     await rename(temp, to).catch((err: unknown) => {
-      const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+      if (!isErrno(err, 'ENOTEMPTY') && !isErrno(err, 'EEXIST')) throw err;
     });
   } finally {
     await rm(temp, { recursive: true, force: true });

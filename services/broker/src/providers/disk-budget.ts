@@ -12,6 +12,7 @@
 // images already occupy, minus the reserve" with no image credited beyond its own promise.
 import { readdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import { SbxError } from '@sbx/protocol';
 import { sandboxPaths } from './sandbox-layout.js';
 
@@ -153,8 +154,7 @@ export async function readDiskUsage(
 /** A file that is gone (a sandbox without a volume, or one being removed) is nothing. */
 function ignoreMissing<T>(value: T): (err: unknown) => T {
   return (err) => {
-    // Not `instanceof Error`: errors from node's fs may come from another realm (jest's vm contexts).
-    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return value;
+    if (isErrno(err, 'ENOENT')) return value;
     throw err;
   };
 }

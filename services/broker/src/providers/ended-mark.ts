@@ -5,6 +5,7 @@
 // reliability/load/ensure-race.test.ts). Root's directory: sandbox users cannot write it.
 import { rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import type { SandboxPaths } from './sandbox-layout.js';
 
 const ENDED_MARK = 'ended';
@@ -16,7 +17,7 @@ function markOf(paths: Pick<SandboxPaths, 'stateDir'>): string {
 /** Before a stop or destroy ends the agent; nothing to mark when the sandbox has no state dir. */
 export async function markEnded(paths: Pick<SandboxPaths, 'stateDir'>): Promise<void> {
   await writeFile(markOf(paths), '', { mode: 0o600 }).catch((err: unknown) => {
-    if (!(typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT')) throw err;
+    if (!isErrno(err, 'ENOENT')) throw err;
   });
 }
 

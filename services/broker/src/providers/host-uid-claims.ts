@@ -7,6 +7,7 @@
 // /run: a stopped sandbox keeps its uid across reboots.
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import { z } from 'zod';
 
 export const DEFAULT_UID_CLAIMS_DIR = '/var/lib/sbx/sandbox-uids';
@@ -27,10 +28,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-function isCode(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && 'code' in err && err.code === code;
-}
-
 /** The first of `candidates` no one on this host has claimed, claimed for `owner`. */
 export async function claimHostUid(
   claimsDir: string,
@@ -43,7 +40,7 @@ export async function claimHostUid(
     try {
       await mkdir(claim, { mode: 0o700 });
     } catch (err) {
-      if (isCode(err, 'EEXIST')) continue;
+      if (isErrno(err, 'EEXIST')) continue;
       throw err;
     }
     try {

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { chown, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
 import type { Revocation } from './provider.js';
@@ -39,7 +40,7 @@ export async function replaceFile(file: string, text: string): Promise<void> {
 
 async function readList(file: string): Promise<string | undefined> {
   return readFile(file, 'utf8').catch((err: unknown) => {
-    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return undefined;
+    if (isErrno(err, 'ENOENT')) return undefined;
     throw err;
   });
 }

@@ -1,6 +1,7 @@
 import { access, constants, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { errnoCode } from '@sbx/service-kit';
 import type { SandboxLimits } from './sandbox-limits.js';
 
 const CPU_PERIOD_US = 100_000;
@@ -124,7 +125,7 @@ async function removeAll(dirs: readonly string[]): Promise<void> {
         await rmdir(dir);
         break;
       } catch (err) {
-        const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
+        const code = errnoCode(err);
         if (code === 'ENOENT') break;
         if (code !== 'EBUSY' || attempt >= 50) throw err;
         await sleep(20);

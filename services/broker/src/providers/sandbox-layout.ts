@@ -4,7 +4,7 @@ import { chmod, chown, mkdir, readFile, readdir, rm, stat, writeFile } from 'nod
 import path from 'node:path';
 import { z } from 'zod';
 import type { SigningKey } from '@sbx/tokens';
-import { asUser } from '@sbx/service-kit';
+import { asUser, isErrno } from '@sbx/service-kit';
 import { sandboxNotFound } from './provider.js';
 import { REVOCATION_FILE } from './revocation-file.js';
 import { SandboxLimits } from './sandbox-limits.js';
@@ -126,8 +126,7 @@ export async function sandboxIdsIn(dataDir: string): Promise<string[]> {
 /** The record of a sandbox created earlier, or undefined when there is none. */
 export async function readSandboxRecord(paths: SandboxPaths): Promise<SandboxRecord | undefined> {
   const text = await readFile(paths.recordFile, 'utf8').catch((err: unknown) => {
-    // Not `instanceof Error`: errors from node's fs may come from another realm (vm contexts, jest).
-    if (typeof err === 'object' && err !== null && 'code' in err && err.code === 'ENOENT') return undefined;
+    if (isErrno(err, 'ENOENT')) return undefined;
     throw err;
   });
   return text === undefined ? undefined : SandboxRecord.parse(JSON.parse(text));

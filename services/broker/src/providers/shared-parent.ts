@@ -22,6 +22,8 @@ interface MountEntry {
   /** The mounted directory's path within its filesystem. */
   readonly root: string;
   readonly point: string;
+  /** In a peer group (mountinfo's optional field `shared:N`). */
+  readonly shared: boolean;
 }
 
 /** Fields of mountinfo come octal-escaped (`\040` for a space). */
@@ -35,8 +37,11 @@ async function mountEntries(): Promise<MountEntry[]> {
     .split('\n')
     .filter(Boolean)
     .map((line) => {
-      const [id = '', parentId = '', device = '', root = '', point = ''] = line.split(' ');
-      return { id, parentId, device, root: unescape(root), point: unescape(point) };
+      const fields = line.split(' ');
+      const [id = '', parentId = '', device = '', root = '', point = ''] = fields;
+      const optional = fields.slice(6, fields.indexOf('-'));
+      const shared = optional.some((field) => field.startsWith('shared:'));
+      return { id, parentId, device, root: unescape(root), point: unescape(point), shared };
     });
 }
 
@@ -78,7 +83,10 @@ function parentAt(dir: string): SharedParent {
   return {
     async share() {
       const entries = await mountEntries();
-      if (!entries.some((entry) => entry.point === dir)) {
+      const top = entries.findLast((entry) => entry.point === dir);
+      // Shared already (every mount after the first): no mount(8) run on the way to a start.
+      if (top?.shared === true) return;
+      if (top === undefined) {
         // Workspaces left mounted (a broker killed): a bind over them would hide them.
         if (holds(entries)) return;
         await run('mount', ['--bind', dir, dir], { timeout: MOUNT_TIMEOUT_MS });

@@ -3,6 +3,7 @@
 // directory, so a fresh clone runs with one command. Both get the same migrations.
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import type { PGlite } from '@electric-sql/pglite';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import { SbxError } from '@sbx/protocol';
@@ -179,9 +180,4 @@ function isRunning(pid: number): boolean {
   } catch (err) {
     return isErrno(err, 'EPERM');
   }
-}
-
-/** Duck-typed, not `instanceof Error`: errors from Node's fs may come from another realm (jest's vm). */
-function isErrno(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && 'code' in err && err.code === code;
 }

@@ -12,7 +12,7 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CALLER_SCOPES } from '@sbx/protocol';
-import { ConfigError } from '@sbx/service-kit';
+import { ConfigError, isErrno } from '@sbx/service-kit';
 import type { ApiKeyRecord, CreatedApiKey, NewApiKey } from '../../store/api-key-repository.js';
 import { apiKeyWeakness } from './api-key-strength.js';
 import { DEFAULT_TENANT_ID } from './principal.js';
@@ -99,8 +99,7 @@ async function readMarkerPrefix(marker: string): Promise<string | undefined> {
 
 /** No such file, or a path component is not a directory: either way nothing is recorded. */
 function isNothingThere(err: unknown): boolean {
-  const code = typeof err === 'object' && err !== null && 'code' in err ? err.code : undefined;
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  return isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR');
 }
 
 async function writeMarker(marker: string, record: ApiKeyRecord): Promise<void> {

@@ -6,6 +6,7 @@
 import { createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isErrno } from '@sbx/service-kit';
 import { SbxError } from '@sbx/protocol';
 
 export const MASTER_KEY_FILE = 'master.key';
@@ -98,8 +99,4 @@ async function readKeyFile(file: string): Promise<string | undefined> {
     );
   }
   return readFile(file, 'utf8');
-}
-
-function isErrno(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && 'code' in err && err.code === code;
 }
